@@ -1,0 +1,78 @@
+"""The ``tpugraphs`` command line.
+
+Each subcommand lives in its own module with ``register(subparsers)``; the module must import only
+the standard library at import time (heavy imports go inside the handler) so that ``tpugraphs --help``
+and ``tpugraphs score`` start fast. Optional parts of the kit (solutions, leaderboard) register their
+commands only when their package is installed.
+
+Exit codes everywhere: 0 success, 1 the input was checked and found wrong (invalid submission,
+unreadable data), 2 usage errors (bad arguments, missing files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Order is the order of `tpugraphs --help`.
+COMMAND_MODULES = (
+    "competition.commands.synth",
+    "competition.commands.validate",
+    "competition.commands.score",
+    "competition.commands.featurize",
+    "competition.commands.inspect",
+    "competition.commands.download",
+    "solutions.commands",
+    "leaderboard.commands",
+)
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A problem with how the command was called; printed without traceback, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tpugraphs",
+        description=(
+            "Competition kit for Kaggle's 'Fast or Slow? Predict AI Model Runtime' (TpuGraphs): "
+            "build the embedded competition, validate and score submissions, train reference "
+            "solutions, host a leaderboard."
+        ),
+        epilog="Run 'tpugraphs COMMAND --help' for the options of one command.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            # An optional part of the kit that is not present; anything else is a real bug.
+            if exc.name is not None and name.startswith(exc.name):
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.handler(args) or 0)
+    except UsageError as exc:
+        print(f"tpugraphs {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per ``tpugraphs`` subcommand; see competition/cli.py for the contract."""

@@ -1,0 +1,26 @@
+"""Exception types shared by the kit.
+
+``ParticipantVisibleError`` is the one Kaggle's metric contract defines: only its message may reach
+a participant. Everything else is a host-side fault and is never shown to participants.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ParticipantVisibleError(Exception):
+    """A problem with a submission, worded for the participant who made it."""
+
+
+class DataFormatError(ValueError):
+    """A data file that does not follow the released format; the message names file and problem."""
+
+    def __init__(self, path: str | Path, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class SolutionFormatError(ValueError):
+    """A host's solution file that cannot be used for scoring (a host-side fault)."""
