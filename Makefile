@@ -25,7 +25,7 @@ $(STAMP): $(BIN)/python requirements.txt pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m competition.demo --out $(DEMO_DIR)
+	$(BIN)/python -m solutions.demo --out $(DEMO_DIR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

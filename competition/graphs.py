@@ -129,7 +129,7 @@ def _check_array(path: Path, key: str, arr: np.ndarray, spec: tuple[np.dtype, tu
         raise DataFormatError(
             path, f"array {key!r} has shape {arr.shape}, expected {len(pattern)} dimensions {_fmt(pattern)}"
         )
-    for axis, (want, got) in enumerate(zip(pattern, arr.shape)):
+    for axis, (want, got) in enumerate(zip(pattern, arr.shape, strict=True)):
         if isinstance(want, int):
             if got != want:
                 raise DataFormatError(path, f"array {key!r} has shape {arr.shape}, expected {_fmt(pattern)}")

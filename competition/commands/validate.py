@@ -1,0 +1,55 @@
+"""``tpugraphs validate SUB.csv --data PUBLIC_DIR``: check a submission before spending a Kaggle slot."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "check a submission file against the test graphs of a data directory"
+EPILOG = """\
+The IDs a submission must contain and each graph's number of configs are read from the test files of
+--data (the Kaggle download folder, its npz_all/ folder, or an upstream npz/ folder).
+
+exit status: 0 valid, 1 invalid (every problem listed, capped by --max-problems), 2 usage error
+
+example:
+  tpugraphs validate submission.csv --data data/demo/public
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate", help=HELP, description=HELP + ".", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("submission", metavar="SUB.csv", help="the submission file (ID,TopConfigs)")
+    parser.add_argument("--data", required=True, metavar="PUBLIC_DIR",
+                        help="data directory in the Kaggle layout (e.g. OUT/public from 'tpugraphs synth')")
+    parser.add_argument("--max-problems", type=int, default=50, metavar="N",
+                        help="stop listing after N problems (default: 50)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from competition.cli import UsageError
+    from competition.errors import DataFormatError
+    from competition.submission import expected_from_data_dir, format_problems, validate_submission
+
+    submission = Path(args.submission)
+    if not submission.is_file():
+        raise UsageError(f"{submission}: no such file")
+    try:
+        expected = expected_from_data_dir(args.data)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    except DataFormatError as exc:
+        print(f"tpugraphs validate: cannot read the test graphs: {exc}", file=sys.stderr)
+        return 1
+    result = validate_submission(submission, expected, max_problems=args.max_problems)
+    if not result.ok:
+        print(format_problems(result, source_name=str(submission)), file=sys.stderr)
+        return 1
+    print(f"{submission}: valid submission ({len(result.rows)} rows, every test graph of {args.data})")
+    return 0

@@ -1,0 +1,1 @@
+"""Reference solutions: baselines, graph pruning, node/config compression and learned rankers."""
