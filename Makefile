@@ -17,7 +17,23 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 
-$(STAMP): $(BIN)/python requirements.txt pyproject.toml
+# torch comes first and on its own: an installed torch is reused as it is; otherwise the CPU build
+# (torch==X+cpu from a local wheel or PyTorch's CPU index), or the default build when an NVIDIA driver
+# is present. requirements.txt then finds torch satisfied and never replaces it.
+TORCH_VERSION ?= 2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+$(VENV)/.torch: $(BIN)/python
+	@if $(BIN)/python -c "import torch" 2>/dev/null; then \
+		echo "reusing the installed torch $$($(BIN)/python -c 'import torch; print(torch.__version__)')"; \
+	elif command -v nvidia-smi >/dev/null 2>&1; then \
+		$(BIN)/python -m pip install --quiet "torch>=2.1"; \
+	else \
+		$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)+cpu" 2>/dev/null || \
+		$(BIN)/python -m pip install --quiet torch --index-url $(TORCH_CPU_INDEX) --extra-index-url https://pypi.org/simple; \
+	fi
+	@touch $@
+
+$(STAMP): $(BIN)/python $(VENV)/.torch requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade-strategy only-if-needed -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
