@@ -6,8 +6,9 @@ used and stripped the ``Usage`` column) and the participant's submission rows. O
 host's and raises ``SolutionFormatError``.
 
 Both frames go through the same reader and validator as the files (``competition.scoring`` and
-``competition.submission``), so the rules cannot drift apart: the frames are written back to CSV in
-memory and read as files. Line numbers in messages count the header as line 1.
+``competition.submission``), so the rules cannot drift apart: the solution frame is written back to
+CSV in memory and read as a file; the submission's cells go through the validator's row rules
+(``validate_rows``) as values, so indices that pandas parsed as ints or floats are judged as numbers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from competition.collections import SOLUTION_COLUMNS, SUBMISSION_HEADER
 from competition.errors import ParticipantVisibleError, SolutionFormatError
-from competition.scoring import load_solution, score_submission
+from competition.scoring import load_solution, score_rows
+from competition.submission import format_problems, validate_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,16 +38,16 @@ def _solution_csv(solution: pd.DataFrame, row_id_column_name: str) -> bytes:
     return frame.to_csv(index=False).encode("utf-8")
 
 
-def _submission_csv(submission: pd.DataFrame, row_id_column_name: str) -> bytes:
+def _submission_pairs(submission: pd.DataFrame, row_id_column_name: str) -> zip:
+    """``(ID, TopConfigs)`` pairs of the frame; its columns must be exactly the two the format names."""
     columns = [str(c) for c in submission.columns]
-    if row_id_column_name not in columns:
+    expected = [row_id_column_name, SUBMISSION_HEADER[1]]
+    if sorted(columns) != sorted(expected):
         raise ParticipantVisibleError(
-            f"the submission has no {row_id_column_name!r} column; expected columns "
-            f"{','.join(SUBMISSION_HEADER)}, got {','.join(columns)}"
+            f"the submission must have exactly the columns {','.join(expected)} "
+            f"(in either order); it has {','.join(columns) or 'none'}"
         )
-    frame = submission.rename(columns={row_id_column_name: "ID"})
-    # Keep the participant's columns as they are: the validator names any missing or extra one.
-    return frame.to_csv(index=False).encode("utf-8")
+    return zip(submission[row_id_column_name], submission[SUBMISSION_HEADER[1]], strict=True)
 
 
 def score(solution: pd.DataFrame, submission: pd.DataFrame, row_id_column_name: str) -> float:
@@ -65,5 +67,9 @@ def score(solution: pd.DataFrame, submission: pd.DataFrame, row_id_column_name: 
     competition.errors.ParticipantVisibleError: ...
     """
     labels = load_solution(_solution_csv(solution, row_id_column_name))
-    report = score_submission(_submission_csv(submission, row_id_column_name), labels)
-    return report.score
+    # Cells are checked as values (not re-written as CSV): pandas may hold indices as ints or floats.
+    result = validate_rows(_submission_pairs(submission, row_id_column_name), labels.expected_configs())
+    if not result.ok:
+        # Exactly Kaggle's exception type (not a subclass): hosts may match it by name.
+        raise ParticipantVisibleError(format_problems(result, source_name="submission"))
+    return score_rows(result.rows, labels).score
