@@ -291,7 +291,25 @@ def tile_slowdown_scores(
     Returns:
         (G,) float64 scores.
     """
-    k = _check_k(k)
+    return score_tile_labels(top_configs, prepare_tile_labels(runtimes, normalizers, offsets), k=k)
+
+
+@dataclass(frozen=True)
+class TileLabels:
+    """The solution side of the tile metric, computed once per solution (``prepare_tile_labels``).
+
+    A leaderboard scores many submissions against one solution: the normalised runtimes and each
+    graph's best are the same every time, so only the gather of the listed configs is per submission.
+    """
+
+    y: np.ndarray  # (N,) float64 runtime / normalizer, graphs concatenated
+    best: np.ndarray  # (G,) float64 min of y per graph
+    offsets: np.ndarray  # (G+1,) int64
+    sizes: np.ndarray  # (G,) int64 configs per graph
+
+
+def prepare_tile_labels(runtimes: np.ndarray, normalizers: np.ndarray, offsets: np.ndarray) -> TileLabels:
+    """Check the tile labels and precompute what every scoring of them needs."""
     runtimes = _check_positive(runtimes, "runtimes")
     normalizers = _check_positive(normalizers, "normalizers")
     _check_same_length(runtimes, "runtimes", normalizers, "normalizers")
@@ -300,21 +318,26 @@ def tile_slowdown_scores(
     if (sizes == 0).any():
         g = int(np.flatnonzero(sizes == 0)[0])
         raise ValueError(f"every tile graph needs at least one config; graph {g} has none")
+    with np.errstate(over="ignore", under="ignore"):  # extreme ratios are refused when scoring
+        y = np.divide(runtimes, normalizers, dtype=np.float64)
+    best = np.minimum.reduceat(y, offsets[:-1]) if sizes.shape[0] else np.zeros(0)  # no graph is empty
+    return TileLabels(y=y, best=best, offsets=offsets, sizes=sizes)
+
+
+def score_tile_labels(top_configs: np.ndarray, labels: TileLabels, *, k: int = 5) -> np.ndarray:
+    """(G,) tile scores of one submission's ``top_configs`` (as in tile_slowdown_scores)."""
+    k = _check_k(k)
     top = np.asarray(top_configs)
-    if sizes.shape[0] == 0:
+    if labels.sizes.shape[0] == 0:
         if top.size:
             raise ValueError(f"top_configs must have one row per graph; got shape {top.shape} for none")
         return np.zeros(0, dtype=np.float64)
-    top = _check_top_configs(top, sizes, k, name_graphs=True)
-
-    with np.errstate(over="ignore", under="ignore"):  # extreme ratios are refused below
-        y = np.divide(runtimes, normalizers, dtype=np.float64)
-    best = np.minimum.reduceat(y, offsets[:-1])  # safe: no graph is empty
+    top = _check_top_configs(top, labels.sizes, k, name_graphs=True)
     is_listed = top != PADDING
-    listed = y[np.where(is_listed, top + offsets[:-1, None], 0)]
+    listed = labels.y[np.where(is_listed, top + labels.offsets[:-1, None], 0)]
     best_listed = np.where(is_listed, listed, np.inf).min(axis=1)  # every row lists >= 1 config
-    _check_ratio_range(best, best_listed, name_graphs=True)
-    return 2.0 - best_listed / best
+    _check_ratio_range(labels.best, best_listed, name_graphs=True)
+    return 2.0 - best_listed / labels.best
 
 
 def _check_ratio_range(best: np.ndarray, best_listed: np.ndarray, *, name_graphs: bool) -> None:
@@ -347,7 +370,7 @@ def kendall_tau_score(order: Sequence[int] | np.ndarray, runtimes: Sequence[floa
     """
     runtimes = _check_positive(runtimes, "runtimes")
     offsets = np.array([0, runtimes.shape[0]], dtype=np.int64)
-    return float(_kendall_tau(order, runtimes, offsets, name_graphs=False)[0])
+    return float(_kendall_tau(order, prepare_layout_labels(runtimes, offsets), name_graphs=False)[0])
 
 
 def kendall_tau_scores(orders: np.ndarray, runtimes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -362,30 +385,61 @@ def kendall_tau_scores(orders: np.ndarray, runtimes: np.ndarray, offsets: np.nda
     Returns:
         (G,) float64 tau-b per graph, 0.0 where undefined.
     """
+    return score_layout_labels(orders, prepare_layout_labels(runtimes, offsets))
+
+
+@dataclass(frozen=True)
+class LayoutLabels:
+    """The solution side of the layout metric, computed once per solution (``prepare_layout_labels``).
+
+    ``rank_key`` replaces each runtime by its dense rank among all graphs' runtimes, graph-major
+    (graph 0's ranks first), so one stable sort of the keys in submitted order sorts every graph's
+    positions by runtime at once; while there are at most 65,536 distinct keys they are uint16,
+    which numpy radix-sorts in linear time. Tie counts depend on the runtimes only.
+    """
+
+    rank_key: np.ndarray  # (N,) uint16 or int64: dense rank of each config's runtime, graph-major
+    offsets: np.ndarray  # (G+1,) int64
+    total: np.ndarray  # (G,) float64 pairs of configs per graph
+    untied: np.ndarray  # (G,) float64 pairs with distinct runtimes
+
+
+def prepare_layout_labels(runtimes: np.ndarray, offsets: np.ndarray) -> LayoutLabels:
+    """Check the layout labels and precompute what every scoring of them needs."""
     runtimes = _check_positive(runtimes, "runtimes")
     offsets = _check_offsets(offsets, runtimes.shape[0])
-    return _kendall_tau(orders, runtimes, offsets, name_graphs=True)
-
-
-def _kendall_tau(
-    orders: object, runtimes: np.ndarray, offsets: np.ndarray, *, name_graphs: bool
-) -> np.ndarray:
-    global_order = _check_permutations(orders, offsets, name_graphs=name_graphs)
     sizes = np.diff(offsets)
-    if sizes.shape[0] == 0:
-        return np.zeros(0, dtype=np.float64)
-
-    listed_runtimes = runtimes[global_order]  # runtime of the config submitted at each position
-    by_runtime = _sort_within_graphs(listed_runtimes, offsets)
-    discordant = _count_inversions(by_runtime, offsets).astype(np.float64)
-    tied = _count_tied_pairs(listed_runtimes[by_runtime], offsets).astype(np.float64)
+    by_runtime = _sort_within_graphs(runtimes, offsets)
+    sorted_runtimes = runtimes[by_runtime]
+    tied = _count_tied_pairs(sorted_runtimes, offsets).astype(np.float64)
+    starts_key = np.ones(runtimes.shape[0], dtype=bool)  # a new key: a new runtime or a new graph
+    starts_key[1:] = sorted_runtimes[1:] != sorted_runtimes[:-1]
+    starts_key[offsets[:-1][offsets[:-1] < runtimes.shape[0]]] = True
+    dense = np.cumsum(starts_key) - 1
+    key_dtype = np.uint16 if dense.size == 0 or dense[-1] <= np.iinfo(np.uint16).max else np.int64
+    rank_key = np.empty(runtimes.shape[0], dtype=key_dtype)
+    rank_key[by_runtime] = dense
     total = sizes.astype(np.float64) * (sizes - 1) / 2
-    untied = total - tied  # pairs with distinct runtimes: each is concordant or discordant
+    return LayoutLabels(rank_key=rank_key, offsets=offsets, total=total, untied=total - tied)
+
+
+def score_layout_labels(orders: np.ndarray, labels: LayoutLabels) -> np.ndarray:
+    """(G,) tau-b of one submission's concatenated ``orders`` (as in kendall_tau_scores)."""
+    return _kendall_tau(orders, labels, name_graphs=True)
+
+
+def _kendall_tau(orders: object, labels: LayoutLabels, *, name_graphs: bool) -> np.ndarray:
+    global_order = _check_permutations(orders, labels.offsets, name_graphs=name_graphs)
+    if labels.total.shape[0] == 0:
+        return np.zeros(0, dtype=np.float64)
+    # Positions sorted by (graph, runtime), ties by position: graph-major keys do it in one sort.
+    by_runtime = np.argsort(labels.rank_key[global_order], kind="stable")
+    discordant = _count_inversions(by_runtime, labels.offsets).astype(np.float64)
     # tau-b = (untied - 2 discordant) / sqrt(total * untied), written so that the true order and
     # its reverse give exactly 1.0 and -1.0 when there are no ties (both factors are then exact).
-    tau = np.zeros(sizes.shape[0], dtype=np.float64)
-    defined = untied > 0
-    u, t, d = untied[defined], total[defined], discordant[defined]
+    tau = np.zeros(labels.total.shape[0], dtype=np.float64)
+    defined = labels.untied > 0
+    u, t, d = labels.untied[defined], labels.total[defined], discordant[defined]
     tau[defined] = (u - 2 * d) / u * np.sqrt(u / t)
     return np.clip(tau, -1.0, 1.0)
 

@@ -57,6 +57,14 @@ class CollectionLabels:
     normalizers: np.ndarray | None  # (C,) int64 for tile, None for layout
     usage: np.ndarray  # (G,) int8: 0 Public, 1 Private, 2 Ignored
 
+    def __post_init__(self) -> None:
+        # Solution-only parts of the metric, computed once: scoring a submission then costs only
+        # what depends on the submission (a leaderboard scores many against one solution).
+        if self.collection.is_tile:
+            self.prepared = metrics.prepare_tile_labels(self.runtimes, self.normalizers, self.offsets)
+        else:
+            self.prepared = metrics.prepare_layout_labels(self.runtimes, self.offsets)
+
     @property
     def config_counts(self) -> np.ndarray:
         return np.diff(self.offsets)
@@ -238,9 +246,9 @@ def graph_scores(labels: CollectionLabels, rows: Mapping[str, np.ndarray]) -> np
         for g, row_id in enumerate(labels.ids):
             listed = rows[row_id][:TILE_TOP_K]
             top[g, : listed.size] = listed
-        return metrics.tile_slowdown_scores(top, labels.runtimes, labels.normalizers, labels.offsets)
+        return metrics.score_tile_labels(top, labels.prepared)
     orders = np.concatenate([rows[row_id] for row_id in labels.ids])
-    return metrics.kendall_tau_scores(orders, labels.runtimes, labels.offsets)
+    return metrics.score_layout_labels(orders, labels.prepared)
 
 
 def _mean_of_means(per_collection: dict[str, float]) -> float:
