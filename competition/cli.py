@@ -75,4 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m competition.cli`, this file is `__main__`, a second copy of the module whose
+    # UsageError is not the one commands raise; call the package's copy instead.
+    from competition.cli import main as package_main
+
+    sys.exit(package_main())

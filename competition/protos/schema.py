@@ -4,8 +4,8 @@ Sources (public schemas; field numbers never change once published):
 - ``tuning.proto`` of google-research-datasets/tpu_graphs (package ``tpu_graphs``): ``TuningData``,
   ``ModuleTuningData``, ``ConfigProfile``, ``HloOpConfig``, ``TileSizeConfig``, ``HloModuleConfig``,
   ``LayoutConfig`` and its nested ``NodeLayoutConfig`` / ``TensorLayoutConfig``.
-- XLA's ``hlo.proto`` (TensorFlow r2.10, package ``xla``): ``HloModuleProto``, ``HloComputationProto``,
-  ``HloInstructionProto`` and its nested ``SliceDimensions``.
+- XLA's ``hlo.proto`` (TensorFlow r2.10, package ``xla``): ``HloProto``, ``HloModuleProto``,
+  ``HloComputationProto``, ``HloInstructionProto`` and its nested ``SliceDimensions``.
 - XLA's ``xla_data.proto`` (r2.10): ``ShapeProto``, ``LayoutProto``, ``Window``, ``WindowDimension``,
   ``ConvolutionDimensionNumbers``, ``PaddingConfig`` / ``PaddingConfigDimension``, ``ExecutionProfile``
   and the ``PrimitiveType`` enum.
@@ -26,13 +26,15 @@ class Field:
 
     ``kind`` is a scalar kind (``int64``, ``uint64``, ``int32``, ``enum``, ``bool``, ``string``,
     ``bytes``) or the name of another message in ``SCHEMAS``. ``oneof`` names the oneof group the
-    field belongs to, if any.
+    field belongs to, if any. ``lazy`` (repeated messages only) keeps the elements as byte spans that
+    decode one at a time on access, so 100,000 runs never sit in memory as Python objects.
     """
 
     name: str
     kind: str
     repeated: bool = False
     oneof: str | None = None
+    lazy: bool = False
 
 
 def _rep(name: str, kind: str) -> Field:
@@ -45,7 +47,7 @@ SCHEMAS: dict[str, dict[int, Field]] = {
     "ModuleTuningData": {
         1: Field("module", "HloModuleProto"),
         2: Field("fingerprint", "uint64"),
-        3: _rep("runs", "ConfigProfile"),
+        3: Field("runs", "ConfigProfile", repeated=True, lazy=True),
         4: _rep("config_index_to_node", "uint64"),
     },
     "ConfigProfile": {
@@ -80,6 +82,8 @@ SCHEMAS: dict[str, dict[int, Field]] = {
         5: Field("id", "int64"),
         6: Field("entry_computation_id", "int64"),
     },
+    # What XLA writes with --xla_dump_hlo_as_proto (*.hlo.pb): the module sits in field 1.
+    "HloProto": {1: Field("hlo_module", "HloModuleProto")},
     "HloComputationProto": {
         1: Field("name", "string"),
         2: _rep("instructions", "HloInstructionProto"),
@@ -185,6 +189,8 @@ def _check_schemas() -> None:
         for number, field in fields.items():
             if field.kind not in scalar and field.kind not in SCHEMAS:
                 raise AssertionError(f"{type_name}.{field.name} (field {number}) names unknown message {field.kind}")
+            if field.lazy and (field.kind in scalar or not field.repeated):
+                raise AssertionError(f"{type_name}.{field.name}: only repeated message fields can be lazy")
 
 
 _check_schemas()

@@ -8,13 +8,17 @@ are long deprecated and refused. Fields a schema does not name are skipped, as p
 ``decode_message(data, "TuningData")`` turns the bytes into plain dicts: every field of the schema is
 present under its name, with proto3 defaults for scalars (0, False, ""), ``[]`` for repeated fields and
 ``None`` for an absent sub-message (so presence, which the featurizer's rules test, stays visible).
-Any malformed input raises ``WireFormatError`` with the absolute byte offset and the field path, e.g.
+Fields marked ``lazy`` in the schema (the runs of a ``ModuleTuningData``) come back as a
+``LazyMessages`` sequence that decodes one element per access, and the millions of small
+``LayoutConfig`` messages of a big layout file go through a fast reader for their usual encoding
+(anything unusual falls back to the general decoder). Any malformed input raises ``WireFormatError`` with the absolute byte offset and the field path, e.g.
 ``byte 51234: TuningData.modules[3].module.computations[0]: length 912 runs past the end (400 left)``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
 
 from competition.protos.schema import SCHEMAS, Field
 
@@ -120,9 +124,12 @@ def iter_fields(buf: bytes | memoryview, start: int, end: int, path: str):
 
 
 def _convert_varint(kind: str, raw: int) -> Any:
-    if kind == "int64" or kind == "int32" or kind == "enum":
-        # Negative int32/int64/enum values are sign-extended to ten bytes on the wire.
+    if kind == "int64":
+        # Negative values are sign-extended to ten bytes on the wire.
         return raw - _TWO_64 if raw >= _TWO_63 else raw
+    if kind == "int32" or kind == "enum":
+        low = raw & 0xFFFFFFFF  # a parser keeps the low 32 bits, as C++ protobuf does
+        return low - (1 << 32) if low >= 1 << 31 else low
     if kind == "bool":
         return raw != 0
     return raw  # uint64
@@ -137,11 +144,54 @@ def _read_packed(buf, begin: int, stop: int, kind: str, path: str) -> list[Any]:
     return values
 
 
-def empty_message(type_name: str) -> dict[str, Any]:
+class LazyMessages(Sequence):
+    """A repeated message field kept as byte spans; element ``i`` is decoded when it is accessed.
+
+    Iterating decodes one element at a time, so a ``ModuleTuningData`` with 100,000 runs costs a list of
+    spans, not 100,000 nested dicts. Malformed bytes raise ``WireFormatError`` at access time.
+    """
+
+    def __init__(self, type_name: str, path: str) -> None:
+        self.type_name = type_name
+        self.path = path
+        self._buf: memoryview | None = None
+        self._spans: list[tuple[int, int]] = []
+
+    def add(self, buf: memoryview, span: tuple[int, int]) -> None:
+        self._buf = buf
+        self._spans.append(span)
+
+    def extend(self, other: LazyMessages) -> None:
+        # Only ever called while merging messages of one decode, so both share one buffer.
+        for span in other._spans:
+            self.add(other._buf, span)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        begin, stop = self._spans[index]
+        return _decode(self._buf, begin, stop, self.type_name, f"{self.path}[{index}]")
+
+    def __repr__(self) -> str:
+        return f"LazyMessages({self.type_name}, {len(self)} elements)"
+
+
+def empty_message(type_name: str, path: str = "") -> dict[str, Any]:
     """A message of ``type_name`` with every field at its default (what an absent message reads as)."""
     message: dict[str, Any] = {}
     for field in SCHEMAS[type_name].values():
-        if field.repeated:
+        if field.lazy:
+            message[field.name] = LazyMessages(field.kind, f"{path or type_name}.{field.name}")
+        elif field.repeated:
             message[field.name] = []
         elif field.kind in _SCALAR_DEFAULT:
             message[field.name] = _SCALAR_DEFAULT[field.kind]
@@ -165,9 +215,53 @@ def _merge(into: dict[str, Any], other: dict[str, Any], type_name: str) -> None:
                 _merge(into[field.name], value, field.kind)
 
 
+def _fast_layout_config(buf, start: int, end: int) -> dict[str, Any] | None:
+    """``LayoutConfig`` in its usual encoding, or None to let the general decoder handle it.
+
+    A layout run holds one node message per configurable node (12 million in the largest file), each a
+    few tensors with one packed field of small dims: ``0a 12 | 0a 04 0a 02 01 00 | ...``. This reads
+    exactly that shape (one-byte keys, lengths and values) several times faster than the general path;
+    anything else (other fields, long or negative values, malformed bytes) returns None so the general
+    decoder, which owns every error message, takes over.
+    """
+    data = bytes(buf[start:end])  # indexing bytes is faster than a memoryview
+    size = len(data)
+    nodes = []
+    pos = 0
+    while pos < size:
+        if size - pos < 2 or data[pos] != 0x0A or data[pos + 1] >= 0x80:
+            return None
+        node_end = pos + 2 + data[pos + 1]
+        if node_end > size:
+            return None
+        pos += 2
+        tensors = []
+        while pos < node_end:
+            if node_end - pos < 2 or data[pos] != 0x0A or data[pos + 1] >= 0x80:
+                return None
+            stop = pos + 2 + data[pos + 1]
+            if stop > node_end:
+                return None
+            dims: list[int] = []
+            if stop > pos + 2:
+                if stop - pos < 4 or data[pos + 2] != 0x0A or data[pos + 3] != stop - pos - 4:
+                    return None
+                values = data[pos + 4 : stop]
+                if values and max(values) >= 0x80:
+                    return None
+                dims = list(values)
+            tensors.append({"dims": dims})
+            pos = stop
+        nodes.append({"tensors": tensors})
+    return {"nodes": nodes}
+
+
+_FAST_DECODERS = {"LayoutConfig": _fast_layout_config}
+
+
 def _decode(buf, start: int, end: int, type_name: str, path: str) -> dict[str, Any]:
     schema = SCHEMAS[type_name]
-    message = empty_message(type_name)
+    message = empty_message(type_name, path)
     counts: dict[int, int] = {}
     for number, wire_type, value, key_offset in iter_fields(buf, start, end, path):
         field: Field | None = schema.get(number)
@@ -207,13 +301,17 @@ def _decode(buf, start: int, end: int, type_name: str, path: str) -> dict[str, A
                     f"field {number} ({field.name}) has wire type {wire_type} ({_WIRE_TYPE_NAMES.get(wire_type)}), "
                     f"expected 2 (length-delimited) for a {kind} message",
                 )
-            if field.repeated:
+            if field.lazy:
+                message[field.name].add(buf, value)
+            elif field.repeated:
                 index = counts.get(number, 0)
                 counts[number] = index + 1
-                child_path = f"{path}.{field.name}[{index}]"
-                message[field.name].append(_decode(buf, value[0], value[1], kind, child_path))
+                message[field.name].append(_decode(buf, value[0], value[1], kind, f"{path}.{field.name}[{index}]"))
             else:
-                child = _decode(buf, value[0], value[1], kind, f"{path}.{field.name}")
+                fast = _FAST_DECODERS.get(kind)
+                child = fast(buf, value[0], value[1]) if fast is not None else None
+                if child is None:
+                    child = _decode(buf, value[0], value[1], kind, f"{path}.{field.name}")
                 if message[field.name] is None:
                     message[field.name] = child
                 else:
@@ -246,6 +344,7 @@ def top_level_fields(data: bytes | memoryview, path: str = "message") -> list[tu
 
 
 __all__ = [
+    "LazyMessages",
     "WireFormatError",
     "decode_message",
     "empty_message",

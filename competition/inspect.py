@@ -1,0 +1,264 @@
+"""What an npz graph holds, read in bounded memory: ``inspect_npz(path) -> GraphSummary``.
+
+Sizes come from the ``.npy`` headers of the zip members, so ``node_feat`` and ``edge_index`` are never
+loaded. The config tensor (``node_config_feat`` up to 100,040 x 121 x 18 float32 = 872 MB in the real
+data, or a tile file's ``config_feat``) is streamed from its zip member, compressed or stored, in chunks
+of whole configs. Each chunk is turned into a compact row (int8 when every value is a small integer,
+as layout values -1..5 always are; the float bytes otherwise), duplicates inside the chunk are removed
+with ``np.unique`` and each remaining row is hashed (BLAKE2b, 128 bits) into a set, so the count of
+distinct configs is exact but for a 2^-128 collision chance, and peak memory is one chunk plus 16 bytes
+per distinct config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import zipfile
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from competition.errors import DataFormatError
+
+CHUNK_BYTES = 2 * 2**20  # raw bytes of the config tensor decoded per step (peak RSS ~50 MB)
+
+# Keys each kind needs for a summary, beyond the config tensor.
+_REQUIRED = {
+    "layout": ("node_opcode", "edge_index", "config_runtime", "node_config_feat", "node_config_ids"),
+    "tile": ("node_opcode", "edge_index", "config_runtime", "config_feat"),
+}
+
+
+@dataclass
+class ArrayInfo:
+    """Shape, dtype and in-memory size of one npz member, from its header."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+
+@dataclass
+class GraphSummary:
+    """The figures ``tpugraphs inspect`` prints for one npz file."""
+
+    path: str
+    kind: str  # "tile" or "layout"
+    nodes: int
+    edges: int
+    configs: int
+    configurable_nodes: int | None  # None for tile graphs (one config per graph)
+    distinct_configs: int
+    runtime_min: int | None  # None when hidden (test file) or no configs
+    runtime_max: int | None
+    runtime_ratio: float | None  # max / min
+    runtime_hidden: bool  # every runtime 0: a test file, labels withheld
+    memory_bytes: int  # all arrays loaded at their stored dtypes
+    compressed: bool  # any member deflated
+    arrays: dict[str, ArrayInfo] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["arrays"] = {k: {"shape": list(v.shape), "dtype": v.dtype, "nbytes": v.nbytes} for k, v in self.arrays.items()}
+        return out
+
+
+def _read_exactly(fp: IO[bytes], size: int, path: Path, key: str) -> bytes:
+    parts = []
+    remaining = size
+    while remaining:
+        part = fp.read(remaining)
+        if not part:
+            raise DataFormatError(path, f"array {key!r} is truncated ({size - remaining} of {size} bytes of a chunk)")
+        parts.append(part)
+        remaining -= len(part)
+    return b"".join(parts) if len(parts) != 1 else parts[0]
+
+
+def _read_header(fp: IO[bytes], path: Path, key: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    try:
+        version = np.lib.format.read_magic(fp)
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(fp)
+        if version == (2, 0):
+            return np.lib.format.read_array_header_2_0(fp)
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as exc:
+        raise DataFormatError(path, f"array {key!r} has no readable .npy header: {exc}") from None
+    raise DataFormatError(path, f"array {key!r} uses .npy format version {version}, expected 1.0 or 2.0")
+
+
+def _compact_rows(chunk: np.ndarray) -> list[bytes]:
+    """Distinct rows of a ``(rows, values)`` chunk as bytes; a row's form depends only on the row.
+
+    Rows whose values are all integers in int8 range become int8 bytes tagged ``b"i"``; others keep
+    their float bytes (``-0.0`` folded into ``0.0``, as ``np.unique`` treats them equal) tagged ``b"f"``.
+    """
+    out: list[bytes] = []
+    if chunk.dtype.kind == "f":
+        small = np.all((chunk == np.round(chunk)) & (chunk >= -128) & (chunk <= 127), axis=1)
+    elif chunk.dtype.kind in "iub":
+        small = np.all((chunk >= -128) & (chunk <= 127), axis=1)
+    else:
+        small = np.zeros(len(chunk), dtype=bool)
+    if small.any():
+        packed = np.unique(chunk[small].astype(np.int8), axis=0)
+        out.extend(b"i" + row.tobytes() for row in packed)
+    if not small.all():
+        rest = chunk[~small]
+        if rest.dtype.kind == "f":
+            rest = rest + rest.dtype.type(0)  # -0.0 + 0.0 == +0.0
+        out.extend(b"f" + row.tobytes() for row in np.unique(rest, axis=0))
+    return out
+
+
+def _count_distinct_rows(
+    fp: IO[bytes], shape: tuple[int, ...], dtype: np.dtype, path: Path, key: str, chunk_bytes: int
+) -> int:
+    """Exact number of distinct rows along axis 0 of a C-ordered array read from ``fp``."""
+    rows = shape[0]
+    row_items = math.prod(shape[1:])
+    row_bytes = row_items * dtype.itemsize
+    if rows == 0:
+        return 0
+    if row_bytes == 0:
+        return 1  # every row is the empty row
+    step = max(1, chunk_bytes // row_bytes)
+    seen: set[bytes] = set()
+    for start in range(0, rows, step):
+        count = min(step, rows - start)
+        try:
+            raw = _read_exactly(fp, count * row_bytes, path, key)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            raise DataFormatError(path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
+        chunk = np.frombuffer(raw, dtype=dtype).reshape(count, row_items)
+        for row in _compact_rows(chunk):
+            seen.add(hashlib.blake2b(row, digest_size=16).digest())
+    return len(seen)
+
+
+def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSummary:
+    """Summarise one npz graph (tile or layout, compressed or stored) without loading its config tensor.
+
+    Raises ``DataFormatError`` naming the file for a missing file, a non-npz file, a missing key or
+    arrays whose sizes disagree.
+    """
+    path = Path(path)
+    try:
+        archive = zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise DataFormatError(path, "no such file") from None
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DataFormatError(path, f"not an npz (zip) archive: {exc}") from None
+    with archive:
+        members = {info.filename[: -len(".npy")]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+        if "node_config_feat" in members:
+            kind = "layout"
+        elif "config_feat" in members:
+            kind = "tile"
+        else:
+            raise DataFormatError(
+                path, "neither 'config_feat' (tile) nor 'node_config_feat' (layout) is present: not a TpuGraphs graph"
+            )
+        missing = [key for key in _REQUIRED[kind] if key not in members]
+        if missing:
+            raise DataFormatError(path, f"missing key(s) {', '.join(missing)} of a {kind} graph")
+
+        arrays: dict[str, ArrayInfo] = {}
+        for key in members:
+            with archive.open(members[key]) as fp:
+                shape, _, dtype = _read_header(fp, path, key)
+            arrays[key] = ArrayInfo(tuple(int(s) for s in shape), dtype.str, math.prod(shape) * dtype.itemsize)
+
+        runtime = _load_member(archive, members["config_runtime"], path, "config_runtime")
+        if runtime.ndim != 1:
+            raise DataFormatError(path, f"array 'config_runtime' has shape {runtime.shape}, expected (c,)")
+        config_key = "node_config_feat" if kind == "layout" else "config_feat"
+        with archive.open(members[config_key]) as fp:
+            shape, fortran_order, dtype = _read_header(fp, path, config_key)
+            if len(shape) < 1 or shape[0] != len(runtime):
+                raise DataFormatError(
+                    path, f"array {config_key!r} has shape {shape} but 'config_runtime' lists {len(runtime)} configs"
+                )
+            if fortran_order and len(shape) > 1:
+                # Column-major data cannot be cut into whole configs; such files are not released ones.
+                array = _load_member(archive, members[config_key], path, config_key)
+                flat = np.ascontiguousarray(array).reshape(len(array), -1)
+                distinct = len(np.unique(flat, axis=0)) if flat.shape[1] else min(len(flat), 1)
+            else:
+                distinct = _count_distinct_rows(fp, tuple(shape), dtype, path, config_key, chunk_bytes)
+        compressed = any(info.compress_type != zipfile.ZIP_STORED for info in members.values())
+
+    nodes = arrays["node_opcode"].shape[0] if arrays["node_opcode"].shape else 0
+    edges = arrays["edge_index"].shape[0] if arrays["edge_index"].shape else 0
+    configurable = arrays["node_config_ids"].shape[0] if kind == "layout" and arrays["node_config_ids"].shape else None
+    hidden = bool(len(runtime)) and not runtime.any()
+    low = high = ratio = None
+    if len(runtime) and not hidden:
+        low, high = int(runtime.min()), int(runtime.max())
+        ratio = float(high / low) if low > 0 else None
+    return GraphSummary(
+        path=str(path),
+        kind=kind,
+        nodes=int(nodes),
+        edges=int(edges),
+        configs=len(runtime),
+        configurable_nodes=None if configurable is None else int(configurable),
+        distinct_configs=int(distinct),
+        runtime_min=low,
+        runtime_max=high,
+        runtime_ratio=ratio,
+        runtime_hidden=hidden,
+        memory_bytes=sum(info.nbytes for info in arrays.values()),
+        compressed=compressed,
+        arrays=arrays,
+    )
+
+
+def _load_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, key: str) -> np.ndarray:
+    try:
+        with archive.open(info) as fp:
+            return np.lib.format.read_array(fp, allow_pickle=False)
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as exc:
+        raise DataFormatError(path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
+
+
+def format_bytes(size: int) -> str:
+    """``1536`` -> ``'1.5 KiB'``."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_summary(summary: GraphSummary) -> str:
+    """The human-readable report of ``tpugraphs inspect``."""
+    share = f" ({summary.distinct_configs / summary.configs:.1%} of configs)" if summary.configs else ""
+    if summary.runtime_hidden:
+        runtime = "hidden (test file: every config_runtime is 0)"
+    elif summary.runtime_min is None:
+        runtime = "no configs"
+    else:
+        ratio = f"{summary.runtime_ratio:.3f}" if summary.runtime_ratio is not None else "undefined (min is 0)"
+        runtime = f"{summary.runtime_min:,} .. {summary.runtime_max:,} ns (max/min {ratio})"
+    configurable = (
+        f"{summary.configurable_nodes:,}" if summary.configurable_nodes is not None else "n/a (tile: one config per graph)"
+    )
+    biggest = sorted(summary.arrays.items(), key=lambda kv: -kv[1].nbytes)[:3]
+    parts = ", ".join(f"{key} {format_bytes(info.nbytes)}" for key, info in biggest)
+    lines = [
+        f"{summary.path}: {summary.kind} graph, {'compressed' if summary.compressed else 'stored'} npz",
+        f"  nodes               {summary.nodes:,}",
+        f"  edges               {summary.edges:,}",
+        f"  configs             {summary.configs:,}",
+        f"  configurable nodes  {configurable}",
+        f"  distinct configs    {summary.distinct_configs:,}{share}",
+        f"  runtime             {runtime}",
+        f"  memory in RAM       {format_bytes(summary.memory_bytes)} ({parts})",
+    ]
+    return "\n".join(lines)
