@@ -1,0 +1,113 @@
+"""What a reference solution is: a ranking method, fitted per collection, that scores configs.
+
+Every method (baselines, heuristics, the gradient-boosted ranker, the GNN) implements
+:class:`RankingMethod`; ``solutions.runner`` trains it on the train split, selects and reports it on
+the valid split with the official metric from ``competition.metrics``, predicts the test split and
+writes the submission. A method predicts one number per config, lower = faster; the runner turns
+it into the submission row (``competition.predictions.ranking_from_predictions``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from competition.collections import Collection, Split
+from competition.graphs import Graph, iter_split, list_split
+
+
+@dataclass(frozen=True)
+class SplitSource:
+    """One split of one collection of a data directory, iterable any number of times.
+
+    Methods that cache (pruned graphs, compact configs, features) key their cache on ``paths``.
+    """
+
+    data_dir: Path
+    collection: Collection
+    split: Split
+
+    @property
+    def paths(self) -> list[Path]:
+        return list_split(self.data_dir, self.collection, self.split)
+
+    def __iter__(self) -> Iterator[tuple[str, Graph]]:
+        return iter_split(self.data_dir, self.collection, self.split)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass
+class FitOptions:
+    """Options every method receives; a method ignores what does not apply to it."""
+
+    seed: int = 0
+    device: str = "cpu"  # "cpu", "cuda", "cuda:1", ... (GPU used when asked for, never required)
+    prune: bool = True  # graph pruning (methods that use the graph structure)
+    compress: bool = True  # config deduplication / compact storage
+    progress: bool = True  # tqdm bars on anything a person waits for
+    time_budget_s: float | None = None  # soft limit on training time for this collection
+    cache_dir: Path | None = None  # where methods may cache processed data
+
+
+@runtime_checkable
+class RankingMethod(Protocol):
+    """A method fitted on one collection; ``predict`` gives one number per config, lower = faster."""
+
+    name: str
+
+    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+        """Train on ``train``; ``valid`` may be used for model selection (early stopping, epochs)."""
+
+    def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
+        """(c,) float predicted runtime-like scores of the graph's configs, lower = faster."""
+
+    def save(self, path: Path) -> None:
+        """Write everything ``load`` needs to predict again without training."""
+
+    @classmethod
+    def load(cls, path: Path) -> RankingMethod:
+        """Read a method written by ``save``."""
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """Where a method lives, so that choosing ``gbdt`` never imports torch (and ``gnn`` never lightgbm)."""
+
+    name: str
+    target: str  # "module:ClassName"
+    description: str
+    learned: bool = True
+
+    def load_class(self) -> type:
+        module_name, class_name = self.target.split(":")
+        return getattr(importlib.import_module(module_name), class_name)
+
+
+METHODS: dict[str, MethodInfo] = {
+    info.name: info
+    for info in (
+        MethodInfo("random", "solutions.baselines:RandomMethod", "seeded random ranking: the floor", False),
+        MethodInfo("heuristic", "solutions.heuristics:HeuristicMethod",
+                   "non-learned rule of thumb from the config features (see solutions/heuristics.py)", False),
+        MethodInfo("gbdt", "solutions.gbdt:GBDTRanker",
+                   "LightGBM lambdarank on engineered graph and config features (fast on a CPU)"),
+        MethodInfo("gnn", "solutions.gnn:GNNRanker",
+                   "message passing with PyTorch Geometric and a ranking loss (the default reference)"),
+    )
+}
+DEFAULT_METHOD = "gnn"
+
+
+def get_method(name: str) -> MethodInfo:
+    """The method called ``name``; ValueError listing the known ones otherwise."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}") from None
