@@ -1,0 +1,258 @@
+"""The FastAPI application: routers, error handling, upload cap, startup and crash recovery.
+
+``create_app(settings)`` builds an app; at startup it reads the competition from the database,
+parses the solution once, and marks failed any submission left ``received`` by a server that died
+(then keeps doing so every ``stuck_grace_s`` seconds, for processes that die while others run).
+
+Errors: a ``LeaderboardError`` answers with its status and participant-safe message; request
+validation errors answer 422 without echoing the input; anything else is logged here with a
+reference and answers a generic 500 (no traceback, no exception text reaches a client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from leaderboard.cache import BoardCache
+from leaderboard.database import Database
+from leaderboard.models import utcnow
+from leaderboard.routers import boards, competition, health, pages, submissions
+from leaderboard.scorer import Scorer
+from leaderboard.service import Leaderboard, LeaderboardError
+from leaderboard.settings import Settings
+
+log = logging.getLogger("leaderboard")
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+MULTIPART_SLACK_BYTES = 1 << 20  # room for multipart headers and the form's token field
+_PAGE_CSP = "default-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'"
+
+
+class ServerState:
+    """What a running app holds: the database, the competition's services and the parsed solution."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.db = Database(settings.db_url)
+        self.leaderboard = Leaderboard(self.db)
+        self.leaderboard.config()  # NotInitialised with a clear message if `init` was never run
+        self.scorer = Scorer.from_csv(self.leaderboard.solution_csv(), timeout_s=settings.scoring_timeout_s,
+                                      slots=settings.scoring_slots)
+        self.board_cache = BoardCache(self.leaderboard, settings.board_cache_s)
+
+    def close(self) -> None:
+        self.scorer.close()
+        self.db.dispose()
+
+
+def _sweep(state: ServerState, settings: Settings) -> int:
+    cutoff = utcnow() - timedelta(seconds=settings.scoring_timeout_s + settings.stuck_grace_s)
+    return state.leaderboard.sweep_stuck(cutoff)
+
+
+async def _sweep_forever(state: ServerState, settings: Settings) -> None:
+    while True:
+        await asyncio.sleep(max(1.0, settings.stuck_grace_s))
+        try:
+            await run_in_threadpool(_sweep, state, settings)
+        except Exception:  # noqa: BLE001 - a database hiccup must not end the sweeping
+            log.exception("sweeping stuck submissions failed")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A leaderboard app for ``settings`` (default: from ``TPUGRAPHS_LEADERBOARD_*`` variables)."""
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = await run_in_threadpool(ServerState, settings)
+        app.state.server = state
+        app.state.leaderboard = state.leaderboard
+        app.state.scorer = state.scorer
+        app.state.board_cache = state.board_cache
+        swept = await run_in_threadpool(_sweep, state, settings)
+        log.info("leaderboard %r ready (scorer %s; %d stuck submission(s) marked failed)",
+                 state.leaderboard.config().name, state.scorer.version, swept)
+        sweeper = asyncio.create_task(_sweep_forever(state, settings))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            state.close()
+
+    app = FastAPI(
+        title="TpuGraphs leaderboard",
+        description="Upload submissions, read the leaderboard, choose final submissions. "
+                    "Authenticate with `Authorization: Bearer TEAM_TOKEN`.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.include_router(health.router)
+    app.include_router(competition.router)
+    app.include_router(boards.router)
+    app.include_router(submissions.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=PACKAGE_DIR / "static"), name="static")
+    _add_error_handlers(app)
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(UploadSizeLimit, max_body_bytes=settings.max_upload_bytes + MULTIPART_SLACK_BYTES)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory`` (``tpugraphs leaderboard serve --workers N`` uses it)."""
+    return create_app(Settings.from_env())
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api") or request.url.path == "/health"
+
+
+def _error_page(title: str, message: str, status_code: int) -> HTMLResponse:
+    body = pages.templates.get_template("error.html").render(title=title, message=message)
+    return HTMLResponse(body, status_code=status_code)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(LeaderboardError)
+    async def leaderboard_error(request: Request, exc: LeaderboardError) -> Response:
+        if _wants_json(request):
+            return JSONResponse(exc.payload(), status_code=exc.status_code, headers=exc.headers)
+        return _error_page("Refused", exc.message, exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        # Name the fields only: FastAPI's default answer echoes the input back.
+        fields = sorted({".".join(str(p) for p in err.get("loc", ())[1:]) or "request" for err in exc.errors()})
+        message = f"Bad request: check {', '.join(fields)} (a submission is a multipart upload in the field 'file')."
+        if _wants_json(request):
+            return JSONResponse({"detail": message}, status_code=422)
+        return _error_page("Bad request", message, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+        if _wants_json(request):
+            return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+        return _error_page(str(exc.status_code), detail, exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        reference = uuid.uuid4().hex[:12]
+        log.error("unhandled error %s on %s %s", reference, request.method, request.url.path, exc_info=exc)
+        message = f"Internal error on the server (reference {reference}); the host can look it up in the log."
+        if _wants_json(request):
+            return JSONResponse({"detail": message}, status_code=500)
+        return _error_page("Server error", message, 500)
+
+
+class SecurityHeaders:
+    """Headers that keep pages from being framed, sniffed or made to run foreign scripts (pure ASGI)."""
+
+    COMMON = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
+    PAGES = [(b"content-security-policy", _PAGE_CSP.encode()), (b"x-frame-options", b"DENY")]
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        # Swagger UI (/docs) loads its own scripts and styles: no CSP there.
+        extra = self.COMMON + ([] if scope["path"].startswith(("/docs", "/redoc")) else self.PAGES)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []), *(h for h in extra if h[0] not in present)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+# ---------------------------------------------------------------------------------------------
+# Upload cap
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class UploadSizeLimit:
+    """Refuse request bodies over ``max_body_bytes`` with 413, before reading them in full.
+
+    A declared ``Content-Length`` over the cap is refused before any byte is read; a chunked body is
+    counted as it streams and refused as soon as it passes the cap (the app's own answer to the
+    interrupted body is replaced by the 413).
+    """
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            await self._refuse(scope, send)
+            return
+
+        seen = 0
+        too_large = False
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal seen, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body_bytes:
+                    too_large = True
+                    raise _BodyTooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if too_large:
+                return  # the app's answer to the cut body is dropped; the 413 goes out instead
+            started = True
+            await send(message)
+
+        with contextlib.suppress(_BodyTooLarge):
+            await self.app(scope, counting_receive, guarded_send)
+        if too_large and not started:
+            await self._refuse(scope, send)
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        limit_mib = (self.max_body_bytes - MULTIPART_SLACK_BYTES) / 2**20
+        message = f"The upload is larger than the server's limit of {limit_mib:.1f} MiB."
+        body = json.dumps({"detail": message}).encode()
+        await send({"type": "http.response.start", "status": 413, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,101 @@
+"""Connecting to the database, and transactions that serialise writers on SQLite and PostgreSQL.
+
+``Database.reader()`` opens an ordinary transaction. ``Database.writer()`` opens one meant to
+write: on SQLite it starts with ``BEGIN IMMEDIATE``, taking the write lock at once, so two writers
+never both read a value and then race to update it (a deferred SQLite transaction that reads and
+then writes can also fail outright when another writer got in between). On PostgreSQL rows are
+locked by the statements themselves (conditional ``UPDATE``, ``SELECT ... FOR UPDATE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.orm import Session, sessionmaker
+
+from leaderboard.models import Base
+
+SQLITE_BUSY_TIMEOUT_S = 30  # how long an SQLite writer waits for the lock before giving up
+
+
+class DatabaseURLError(ValueError):
+    """A --db value that is not a usable SQLAlchemy URL."""
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL mode, a busy timeout and explicit BEGIN statements."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise DatabaseURLError(
+            f"{url!r} is not a database URL; expected e.g. sqlite:///leaderboard.db or "
+            "postgresql+psycopg://user:password@host/dbname"
+        ) from None
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False})
+            _configure_sqlite(engine)
+        else:
+            engine = create_engine(parsed, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    except (NoSuchModuleError, ModuleNotFoundError) as exc:
+        raise DatabaseURLError(f"no database driver for {parsed.drivername!r}: {exc}") from None
+    return engine
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # let us emit BEGIN ourselves (pysqlite's is deferred)
+        cursor = dbapi_connection.cursor()
+        # WAL lets readers (the leaderboard) go on while a submission is being written.
+        if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection) -> None:
+        immediate = connection.get_execution_options().get("write_transaction", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class Database:
+    """The engine plus session factories for reading and for writing."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(
+            self.engine.execution_options(write_transaction=True), expire_on_commit=False
+        )
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def reader(self) -> Iterator[Session]:
+        """A session in a transaction for reads; rolled back at the end."""
+        with self._read_sessions() as session, session.begin():
+            yield session
+
+    @contextmanager
+    def writer(self) -> Iterator[Session]:
+        """A session in a write transaction; committed on success, rolled back on an exception."""
+        with self._write_sessions() as session, session.begin():
+            yield session
+
+    def create_schema(self) -> None:
+        Base.metadata.create_all(self.engine)
+
+    def has_schema(self) -> bool:
+        return inspect(self.engine).has_table("competition")
+
+    def dispose(self) -> None:
+        self.engine.dispose()

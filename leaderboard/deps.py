@@ -1,0 +1,65 @@
+"""FastAPI dependencies: settings, the competition's services, the caller's team, the upload.
+
+Everything is reached through ``request.app.state`` (filled at startup), so a test can build an
+app with its own ``Settings`` or override any of these with ``app.dependency_overrides``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Request, UploadFile
+from starlette.concurrency import run_in_threadpool
+
+from leaderboard.auth import bearer_token
+from leaderboard.cache import BoardCache
+from leaderboard.scorer import Scorer
+from leaderboard.service import Leaderboard, PayloadTooLarge, TeamInfo
+from leaderboard.settings import Settings
+
+READ_CHUNK = 1 << 20
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_leaderboard(request: Request) -> Leaderboard:
+    return request.app.state.leaderboard
+
+
+def get_scorer(request: Request) -> Scorer:
+    return request.app.state.scorer
+
+
+def get_board_cache(request: Request) -> BoardCache:
+    return request.app.state.board_cache
+
+
+async def current_team(
+    leaderboard: Annotated[Leaderboard, Depends(get_leaderboard)],
+    authorization: Annotated[str | None, Header(description="Bearer TEAM_TOKEN")] = None,
+) -> TeamInfo:
+    """The team of the ``Authorization: Bearer TOKEN`` header; 401 otherwise."""
+    return await run_in_threadpool(leaderboard.authenticate, bearer_token(authorization))
+
+
+async def read_upload(upload: UploadFile, max_bytes: int) -> bytes:
+    """The uploaded file's bytes, refusing (413) past ``max_bytes`` without reading further."""
+    chunks, total = [], 0
+    while chunk := await upload.read(READ_CHUNK):
+        total += len(chunk)
+        if total > max_bytes:
+            raise PayloadTooLarge(
+                f"The file is larger than the server's limit of {max_bytes / 2**20:.1f} MiB.",
+                max_upload_bytes=max_bytes,
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+LeaderboardDep = Annotated[Leaderboard, Depends(get_leaderboard)]
+ScorerDep = Annotated[Scorer, Depends(get_scorer)]
+BoardCacheDep = Annotated[BoardCache, Depends(get_board_cache)]
+TeamDep = Annotated[TeamInfo, Depends(current_team)]

@@ -1,0 +1,71 @@
+"""Submissions of the calling team: upload (scored at once), history, final selection."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, UploadFile, status
+from starlette.concurrency import run_in_threadpool
+
+from leaderboard.deps import BoardCacheDep, LeaderboardDep, ScorerDep, SettingsDep, TeamDep, read_upload
+from leaderboard.models import utcnow
+
+router = APIRouter(prefix="/api/submissions", tags=["submissions"])
+
+_ERRORS = {
+    401: {"description": "missing or wrong team token"},
+    403: {"description": "the competition is closed, or the team is disqualified"},
+    413: {"description": "file larger than the server's limit"},
+    422: {"description": "invalid submission file; 'detail' says why (not counted)"},
+    429: {"description": "daily limit reached; 'resets_at' and the Retry-After header say when it resets"},
+    500: {"description": "scoring failed on the server (not counted)"},
+    504: {"description": "scoring ran past the time limit (not counted)"},
+}
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, responses=_ERRORS,
+             summary="Upload a submission CSV; it is validated and scored before the answer")
+async def create_submission(
+    team: TeamDep,
+    leaderboard: LeaderboardDep,
+    scorer: ScorerDep,
+    cache: BoardCacheDep,
+    settings: SettingsDep,
+    file: Annotated[UploadFile, File(description="the submission CSV (ID,TopConfigs)")],
+) -> dict:
+    content = await read_upload(file, settings.max_upload_bytes)
+    result = await run_in_threadpool(
+        leaderboard.submit, team, content, file.filename, scorer.score, scorer_version=scorer.version
+    )
+    cache.invalidate()
+    return result
+
+
+@router.get("/mine", responses={401: _ERRORS[401]}, summary="The calling team's submissions and quota")
+async def my_submissions(team: TeamDep, leaderboard: LeaderboardDep, cache: BoardCacheDep) -> dict:
+    def read() -> dict:
+        config = cache.config()
+        now = utcnow()
+        return {
+            "team": team.name,
+            "disqualified": team.disqualified,
+            "max_selected": config.max_selected,
+            **leaderboard.quota(team.id, config.daily_limit, now).as_dict(),
+            "submissions": leaderboard.submissions_of(team.id, private_visible=config.private_visible(now)),
+        }
+
+    return await run_in_threadpool(read)
+
+
+@router.post("/{submission_id}/select", summary="Select a scored submission for the private board")
+async def select(submission_id: int, team: TeamDep, leaderboard: LeaderboardDep, cache: BoardCacheDep) -> dict:
+    result = await run_in_threadpool(leaderboard.set_selected, team, submission_id, True)
+    cache.invalidate()
+    return result
+
+
+@router.post("/{submission_id}/unselect", summary="Take a submission off the team's final selection")
+async def unselect(submission_id: int, team: TeamDep, leaderboard: LeaderboardDep, cache: BoardCacheDep) -> dict:
+    result = await run_in_threadpool(leaderboard.set_selected, team, submission_id, False)
+    cache.invalidate()
+    return result

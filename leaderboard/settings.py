@@ -1,0 +1,57 @@
+"""Server settings: where the database is and the limits of one server process.
+
+Competition rules (deadline, daily limit, final selections) live in the database, set by
+``tpugraphs leaderboard init``/``configure``, so that every server process agrees on them. What is
+here is per process and comes from the command line or, for ``--workers N`` where uvicorn imports
+the app itself, from ``TPUGRAPHS_LEADERBOARD_*`` environment variables.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+DEFAULT_DB_URL = "sqlite:///leaderboard.db"
+ENV_PREFIX = "TPUGRAPHS_LEADERBOARD_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Per-process server settings.
+
+    Attributes:
+        db_url: SQLAlchemy URL (``sqlite:///leaderboard.db``, ``postgresql+psycopg://user@host/db``).
+        max_upload_bytes: largest submission file accepted; larger uploads get 413 before they are
+            read in full. A Kaggle-sized submission is about 0.3 MB.
+        scoring_timeout_s: time limit of one scoring, queueing for a scoring slot included; past it
+            the submission is marked failed (not counted) and the participant told so.
+        scoring_slots: submissions scored at once by this process (threads); more wait in line.
+        stuck_grace_s: a submission still "received" this long after its time limit is marked
+            failed by any server process (its scorer died with a crashed or restarted server).
+        board_cache_s: how long a computed leaderboard is reused; another process's new scores show
+            up within this time (this process's own at once).
+        display_decimals: digits shown on the web pages; the API and ranking use full precision.
+    """
+
+    db_url: str = DEFAULT_DB_URL
+    max_upload_bytes: int = 16 * 1024 * 1024
+    scoring_timeout_s: float = 60.0
+    scoring_slots: int = 2
+    stuck_grace_s: float = 60.0
+    board_cache_s: float = 1.0
+    display_decimals: int = 4
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables that :meth:`from_env` reads back."""
+        return {ENV_PREFIX + key.upper(): str(value) for key, value in asdict(self).items()}
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+        """Settings from ``TPUGRAPHS_LEADERBOARD_*`` variables; defaults for the missing ones."""
+        environ = dict(os.environ if environ is None else environ)
+        values: dict[str, object] = {}
+        for key, default in asdict(cls()).items():
+            raw = environ.get(ENV_PREFIX + key.upper())
+            if raw is not None:
+                values[key] = type(default)(raw)
+        return cls(**values)

@@ -1,0 +1,187 @@
+"""Helpers shared by the leaderboard tests: a tiny competition, uploads, a live server.
+
+The tiny competition is built here (a few npz test graphs per collection and a matching solution),
+so these tests need nothing else. Kept out of conftest.py under a name of its own so that
+``from lb_support import ...`` cannot pick up another folder's conftest.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from competition.collections import COLLECTIONS
+from competition.graphs import LayoutGraph, TileGraph, save_graph
+from leaderboard.database import Database
+from leaderboard.service import Leaderboard
+
+IN_CI = bool(os.environ.get("CI"))
+
+TILE_CONFIGS = [3, 7, 10, 12, 8, 6]
+LAYOUT_CONFIGS = [9, 12]  # per layout collection
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip locally; under CI a missing service is a failure (CI must run these tests)."""
+    if IN_CI:
+        pytest.fail(f"{reason} (CI is set: this test must run there)")
+    pytest.skip(reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# A tiny competition
+
+
+def _tile_graph(rng: np.random.Generator, n_configs: int) -> TileGraph:
+    n = 4
+    return TileGraph(
+        node_feat=rng.random((n, 140), dtype=np.float32),
+        node_opcode=rng.integers(1, 120, n).astype(np.uint8),
+        edge_index=np.array([[1, 0], [2, 1], [3, 2]], dtype=np.int64),
+        config_runtime=np.zeros(n_configs, dtype=np.int64),  # test files carry no labels
+        config_feat=rng.random((n_configs, 24), dtype=np.float32),
+        config_runtime_normalizers=np.zeros(n_configs, dtype=np.int64),
+    )
+
+
+def _layout_graph(rng: np.random.Generator, n_configs: int) -> LayoutGraph:
+    n, nc = 5, 2
+    return LayoutGraph(
+        node_feat=rng.random((n, 140), dtype=np.float32),
+        node_opcode=rng.integers(1, 120, n).astype(np.uint8),
+        edge_index=np.array([[1, 0], [2, 1], [3, 2], [4, 3]], dtype=np.int64),
+        config_runtime=np.zeros(n_configs, dtype=np.int64),
+        node_config_feat=rng.integers(-1, 6, (n_configs, nc, 18)).astype(np.float32),
+        node_config_ids=np.array([1, 3], dtype=np.int64),
+        node_splits=np.array([[0]], dtype=np.int64),
+    )
+
+
+@dataclass
+class TinyCompetition:
+    """Public data, solution and submission makers of a small competition."""
+
+    data_dir: Path
+    solution_path: Path
+    runtimes: dict[str, np.ndarray]  # row ID -> hidden runtimes
+    usage: dict[str, str]
+    private_strings: list[str] = field(default_factory=list)  # text that must never reach a participant
+
+    @property
+    def solution_csv(self) -> bytes:
+        return self.solution_path.read_bytes()
+
+    def submission(self, seed: int | None = None, *, noise: float = 0.5) -> bytes:
+        """A valid submission: the true order (``seed`` None) or a noisy ranking of it."""
+        rng = np.random.default_rng(seed)
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["ID", "TopConfigs"])
+        for row_id, runtime in self.runtimes.items():
+            key = np.log(runtime.astype(float))
+            if seed is not None:
+                key = key + rng.normal(0, noise, runtime.size)
+            order = np.argsort(key, kind="stable")
+            if row_id.startswith("tile:"):
+                order = order[:5]
+            writer.writerow([row_id, ";".join(map(str, order))])
+        return out.getvalue().encode()
+
+    def invalid_submission(self) -> bytes:
+        """A file with a wrong header and a missing row: refused with a readable message."""
+        rows = self.submission().decode().splitlines()
+        return ("Id,Top\n" + "\n".join(rows[2:]) + "\n").encode()
+
+
+def build_tiny_competition(root: Path, seed: int = 7) -> TinyCompetition:
+    rng = np.random.default_rng(seed)
+    data_dir = root / "public"
+    runtimes: dict[str, np.ndarray] = {}
+    usage: dict[str, str] = {}
+    normalizers: dict[str, np.ndarray] = {}
+    g = 0
+    for collection in COLLECTIONS:
+        counts = TILE_CONFIGS if collection.is_tile else LAYOUT_CONFIGS
+        for n_configs in counts:
+            stem = rng.bytes(16).hex()
+            row_id = collection.row_id(stem)
+            graph = _tile_graph(rng, n_configs) if collection.is_tile else _layout_graph(rng, n_configs)
+            save_graph(graph, collection.split_dir(data_dir, "test") / f"{stem}.npz")
+            # 7-digit runtimes: distinctive strings for the leak test.
+            runtimes[row_id] = rng.integers(1_000_000, 9_999_999, n_configs)
+            if collection.is_tile:
+                normalizers[row_id] = rng.integers(1_000_000, 9_999_999, n_configs)
+            usage[row_id] = "Public" if g % 2 == 0 else "Private"
+            g += 1
+    solution_path = root / "private" / "solution.csv"
+    solution_path.parent.mkdir(parents=True)
+    with open(solution_path, "w", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(["ID", "Runtimes", "Normalizers", "Usage"])
+        for row_id, runtime in runtimes.items():
+            norm = normalizers.get(row_id)
+            writer.writerow([row_id, ";".join(map(str, runtime)),
+                             "" if norm is None else ";".join(map(str, norm)), usage[row_id]])
+    private_strings = [";".join(map(str, r)) for r in runtimes.values()]
+    private_strings += [str(v) for r in runtimes.values() for v in r]
+    return TinyCompetition(data_dir, solution_path, runtimes, usage, private_strings)
+
+
+def init_competition(url: str, tiny: TinyCompetition, **rules) -> Leaderboard:
+    db = Database(url)
+    rules.setdefault("name", "Tiny <b>competition</b>")
+    return Leaderboard.initialise(db, solution_csv=tiny.solution_csv, **rules)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def upload(client, token: str | None, content: bytes, name: str = "submission.csv"):
+    headers = bearer(token) if token else {}
+    return client.post("/api/submissions", headers=headers, files={"file": (name, content, "text/csv")})
+
+
+# ---------------------------------------------------------------------------------------------
+# A real HTTP server in a thread
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LiveServer:
+    """uvicorn serving ``app`` on a loopback port in a background thread."""
+
+    def __init__(self, app) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
