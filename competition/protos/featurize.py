@@ -38,6 +38,12 @@ import numpy as np
 
 from competition.errors import DataFormatError
 from competition.graphs import Graph, LayoutGraph, TileGraph, save_graph
+from competition.hlo import (
+    LAYOUT_CONFIG_NAMES,
+    NODE_FEATURE_NAMES,
+    TILE_CONFIG_NAMES,
+    opcode_id,
+)
 from competition.protos.schema import PRIMITIVE_TYPE_ONE_HOT
 from competition.protos.wire import (
     LENGTH_DELIMITED,
@@ -54,35 +60,7 @@ ProtoKind = Literal["tile", "layout"]
 Message = dict[str, Any]
 
 # ----------------------------------------------------------------------------------------------------
-# Opcode ids: upstream hlo_opcode.h. Ids never change; 97 ("trace") and 101 ("tuple-select") are
-# tombstones of removed ops, kept so old protos still map.
-_OPCODES_IN_ID_ORDER = (
-    "abs", "add", "add-dependency", "after-all", "all-reduce", "all-to-all", "atan2", "batch-norm-grad",
-    "batch-norm-inference", "batch-norm-training", "bitcast", "bitcast-convert", "broadcast", "call",
-    "ceil", "cholesky", "clamp", "collective-permute", "count-leading-zeros", "compare", "complex",
-    "concatenate", "conditional", "constant", "convert", "convolution", "copy", "copy-done", "copy-start",
-    "cosine", "custom-call", "divide", "domain", "dot", "dynamic-slice", "dynamic-update-slice",
-    "exponential", "exponential-minus-one", "fft", "floor", "fusion", "gather", "get-dimension-size",
-    "set-dimension-size", "get-tuple-element", "imag", "infeed", "iota", "is-finite", "log",
-    "log-plus-one", "and", "not", "or", "xor", "map", "maximum", "minimum", "multiply", "negate",
-    "outfeed", "pad", "parameter", "partition-id", "popcnt", "power", "real", "recv", "recv-done",
-    "reduce", "reduce-precision", "reduce-window", "remainder", "replica-id", "reshape", "reverse", "rng",
-    "rng-get-and-update-state", "rng-bit-generator", "round-nearest-afz", "rsqrt", "scatter", "select",
-    "select-and-scatter", "send", "send-done", "shift-left", "shift-right-arithmetic",
-    "shift-right-logical", "sign", "sine", "slice", "sort", "sqrt", "subtract", "tanh", "trace",
-    "transpose", "triangular-solve", "tuple", "tuple-select", "while", "cbrt", "all-gather",
-    "collective-permute-start", "collective-permute-done", "logistic", "dynamic-reshape",
-    "all-reduce-start", "all-reduce-done", "reduce-scatter", "all-gather-start", "all-gather-done",
-    "opt-barrier", "async-start", "async-update", "async-done", "round-nearest-even", "stochastic-convert",
-    "tan",
-)
-OPCODE_IDS: dict[str, int] = {name: i + 1 for i, name in enumerate(_OPCODES_IN_ID_ORDER)}
-assert len(OPCODE_IDS) == 120 and OPCODE_IDS["trace"] == 97 and OPCODE_IDS["tuple-select"] == 101
-
-
-def opcode_id(opcode: str) -> int:
-    """Upstream opcode id of an HLO opcode string; 0 for an opcode the table does not know."""
-    return OPCODE_IDS.get(opcode, 0)
+# Opcode ids and column names: competition.hlo (one table for the whole kit).
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -246,13 +224,11 @@ NODE_FEATURE_BLOCKS: tuple[FeatureBlock, ...] = (
         lambda inst, comp: leading(_sub(_shape(inst), "layout", "LayoutProto")["minor_to_major"], 6),
     ),
 )
-NODE_FEATURE_NAMES: tuple[str, ...] = tuple(name for block in NODE_FEATURE_BLOCKS for name in block.names)
-TILE_CONFIG_FEATURE_NAMES: tuple[str, ...] = tuple(
-    name for part in ("kernel_bounds", "output_bounds", "input_bounds") for name in _seq_names(part, 6)
-)
-LAYOUT_CONFIG_FEATURE_NAMES: tuple[str, ...] = tuple(
-    f"{tensor}_layout_{i}" for tensor in ("output", "input", "kernel") for i in range(6)
-)
+# The blocks compute the columns; competition.hlo names them. They must agree column for column.
+if tuple(name for block in NODE_FEATURE_BLOCKS for name in block.names) != NODE_FEATURE_NAMES:
+    raise ImportError("NODE_FEATURE_BLOCKS disagree with competition.hlo.NODE_FEATURE_NAMES")
+TILE_CONFIG_FEATURE_NAMES = TILE_CONFIG_NAMES  # names kept for callers of this module
+LAYOUT_CONFIG_FEATURE_NAMES = LAYOUT_CONFIG_NAMES
 LAYOUT_MAX_TENSORS, LAYOUT_MAX_DIMS, LAYOUT_PADDING = 3, 6, -1
 
 

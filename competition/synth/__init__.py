@@ -1,0 +1,17 @@
+"""The embedded synthetic competition: TpuGraphs-shaped data with a hidden runtime model.
+
+``generate_competition(out_dir, scale=..., seed=...)`` writes ``out_dir/public`` (exactly the Kaggle
+download tree: ``sample_submission.csv`` and ``npz_all/npz/...``) and ``out_dir/private/solution.csv``
+(the labels of the test graphs). Everything later in the kit is measured on this data.
+
+Modules: ``features`` (public column maps and opcode table), ``graphs`` (the HLO-like IR),
+``models`` and ``kernels`` (layout programs and tile kernels), ``tile`` and ``layout`` (configurations
+and measured runs), ``cost_model`` (the hidden runtime model: solutions must never import it),
+``writer`` (byte-reproducible files), ``scales`` (``SCALES``), ``stats`` (``describe``, the realism
+statistics). See docs/synthetic-data.md.
+"""
+
+from competition.synth.generate import GENERATOR_VERSION, SynthSummary, generate_competition
+from competition.synth.scales import SCALES, Scale
+
+__all__ = ["GENERATOR_VERSION", "SCALES", "Scale", "SynthSummary", "generate_competition"]

@@ -1,0 +1,348 @@
+"""The hidden runtime model of the embedded competition. NO SOLUTION MAY IMPORT THIS MODULE.
+
+Reference solutions, notebooks and benchmarks must learn runtimes from the released arrays, exactly
+as on Kaggle; reading this file would be reading the answer key. ``tests/test_synth.py`` fails if
+anything under ``solutions/`` or ``notebooks/`` imports it.
+
+The model is a small roofline simulator of a TPU-like chip (the constants below). Runtimes depend on
+the graph and on the configuration in ways a model can learn from the features:
+
+Tile (one fused kernel, one output tiling per config)
+    - compute over the padded tiles: a tile is padded to whole (8, 128) vreg tiles in its two minor
+      dimensions, and tiles that do not divide the output compute their boundary padding too;
+    - memory traffic: inputs re-read per tile (dot operands, convolution halo and weights, reduction
+      inputs), DMA efficiency of the minor dimension (rows shorter than 512 bytes are slow);
+    - per-tile overhead (too many small tiles), VMEM spills (too large tiles), partial-sum passes
+      when a convolution's input-feature tile is smaller than its input features.
+Layout (a whole program, one layout per configurable node per config)
+    - each configurable node's own time depends on how well its output, input and kernel layouts
+      fit the (8, 128) tiles: a small dimension in the most minor position wastes lanes;
+    - a transpose/copy is inserted on every edge where a producer's layout differs from the layout its
+      consumer expects (configured for configurable nodes, the compiled default elsewhere);
+    - a small cost for major dimensions out of order (strided DMA);
+    - the fixed cost of every other node of the program (flops and bytes from the shapes).
+Both: int64 nanoseconds, times a multiplicative log-normal measurement noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from competition.synth.graphs import HloGraph
+from competition.synth.kernels import KernelProfile
+
+# The simulated chip.
+PEAK_MXU_FLOPS_PER_NS = 1.0e5  # matrix unit: 100 TFLOP/s
+PEAK_VPU_FLOPS_PER_NS = 4.0e3  # vector unit
+HBM_BYTES_PER_NS = 1.0e3  # 1 TB/s
+VMEM_BYTES = 16 * 2**20
+LANES, SUBLANES = 128, 8
+DMA_ROW_BYTES = 512  # rows shorter than this use the memory bus partially
+TILE_STEP_NS = 350.0  # per grid step of a tiled kernel
+KERNEL_LAUNCH_NS = 2_000.0
+OP_OVERHEAD_NS = 400.0  # per instruction of a program
+COPY_OVERHEAD_NS = 1_500.0  # per layout conversion
+FUSED_SHARE = 0.15  # what remains of an elementwise op's time once fused into its neighbours
+
+
+# -- tile ------------------------------------------------------------------------------------------
+
+
+def _pad_to(x: np.ndarray, multiple: int) -> np.ndarray:
+    return np.ceil(x / multiple) * multiple
+
+
+def tile_runtime(profile: KernelProfile, output_tiles: np.ndarray, input_feature_tiles: np.ndarray | None = None,
+                 *, compiler_view: bool = False) -> np.ndarray:
+    """Noise-free runtime (ns, float64) of a kernel under each output tiling.
+
+    Args:
+        profile: the kernel.
+        output_tiles: ``(c, r)`` tile bounds per output dimension; an all-zero row means "no tiling"
+            (the whole output as one tile), as in the empty configurations.
+        input_feature_tiles: ``(c,)`` convolution input-feature tile (kernel bounds), or None.
+        compiler_view: the compiler's own, blinder estimate that picks the default configuration: no
+            convolution halo, no DMA row efficiency, a third of the per-tile overhead.
+    """
+    shape = np.asarray(profile.out_shape, dtype=np.float64)
+    tiles = np.asarray(output_tiles, dtype=np.float64)
+    tiles = np.where(tiles <= 0, shape, np.minimum(tiles, shape))
+    r = shape.shape[0]
+    n_tiles = np.prod(np.ceil(shape / tiles), axis=1)
+    padded = tiles.copy()
+    padded[:, r - 1] = _pad_to(padded[:, r - 1], LANES)
+    if r >= 2:
+        padded[:, r - 2] = _pad_to(padded[:, r - 2], SUBLANES)
+    tile_elems = np.prod(tiles, axis=1)
+    computed = n_tiles * np.prod(padded, axis=1)  # element slots computed, padding included
+    per_out = 1.0 / profile.out_elements
+    compute = computed * per_out * (profile.mxu_flops / PEAK_MXU_FLOPS_PER_NS + profile.vpu_flops / PEAK_VPU_FLOPS_PER_NS)
+
+    out_tile_bytes = tile_elems * profile.out_bytes
+    traffic = n_tiles * out_tile_bytes
+    in_tile_bytes = np.zeros_like(n_tiles)
+    weight_tile_bytes = np.zeros_like(n_tiles)
+    passes = np.ones_like(n_tiles)
+    for role, in_shape, nbytes in profile.inputs:
+        in_elems = float(math.prod(in_shape))
+        if role in ("same", "transpose_in"):
+            per_tile = tile_elems * nbytes
+        elif role == "bcast":
+            per_tile = np.minimum(in_elems, tiles[:, r - 1]) * nbytes
+        elif role == "reduce_in":
+            per_tile = tile_elems * profile.reduced * nbytes
+        elif role == "lhs":  # (..., m, k): rows of the output tile times the whole contraction
+            rows = tiles[:, r - 2] if r >= 2 else 1.0
+            batch = np.prod(tiles[:, : r - 2], axis=1) if r > 2 else 1.0
+            per_tile = batch * rows * profile.contraction * nbytes
+        elif role == "rhs":  # (..., k, n)
+            batch = np.prod(tiles[:, : r - 2], axis=1) if r > 2 else 1.0
+            per_tile = batch * profile.contraction * tiles[:, r - 1] * nbytes
+            weight_tile_bytes = weight_tile_bytes + per_tile
+        elif role == "conv_in":  # input window of the tile: halo on the spatial dimensions
+            kh, kw = (1, 1) if compiler_view else profile.window
+            s = profile.stride
+            halo = (tiles[:, 1] * s + kh - 1) * (tiles[:, 2] * s + kw - 1)
+            per_tile = tiles[:, 0] * halo * profile.in_features * nbytes
+        elif role == "conv_w":
+            per_tile = math.prod(profile.window) * profile.in_features * tiles[:, r - 1] * nbytes
+            weight_tile_bytes = weight_tile_bytes + per_tile
+        else:
+            raise ValueError(f"unknown input role {role!r}")
+        traffic = traffic + n_tiles * per_tile
+        in_tile_bytes = in_tile_bytes + per_tile
+    if input_feature_tiles is not None and profile.in_features:
+        ci = np.where(input_feature_tiles <= 0, profile.in_features, np.minimum(input_feature_tiles,
+                                                                                  profile.in_features))
+        passes = np.ceil(profile.in_features / ci)
+        # Partial sums of the output tile are written and read back once per extra pass (f32).
+        traffic = traffic + (passes - 1) * 2 * n_tiles * tile_elems * 4
+        in_tile_bytes = in_tile_bytes * ci / profile.in_features  # only one feature slice in VMEM at a time
+    minor_row_bytes = tiles[:, r - 1] * profile.out_bytes
+    dma_efficiency = 1.0 if compiler_view else np.sqrt(np.minimum(1.0, minor_row_bytes / DMA_ROW_BYTES))
+    memory = traffic / HBM_BYTES_PER_NS / dma_efficiency
+
+    footprint = 2.0 * (in_tile_bytes + np.prod(padded, axis=1) * profile.out_bytes)  # double-buffered
+    spill = np.maximum(1.0, footprint / VMEM_BYTES)
+    slowdown = 1.0 + 0.6 * np.log2(spill)
+    busy = np.maximum(compute, memory) + 0.2 * np.minimum(compute, memory)
+    step = TILE_STEP_NS / 3 if compiler_view else TILE_STEP_NS
+    return busy * slowdown + n_tiles * passes * step + KERNEL_LAUNCH_NS
+
+
+# -- layout ----------------------------------------------------------------------------------------
+
+
+def _gather(shapes: np.ndarray, dims: np.ndarray) -> np.ndarray:
+    """``shapes[k, dims[..., k, i]]``: sizes of the dimensions named in ``dims`` (clipped to 0..5)."""
+    return shapes[np.arange(shapes.shape[0])[:, None], np.clip(dims, 0, 5)]
+
+
+def canonical_layouts(layouts: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+    """Layouts with size-1 dimensions dropped (they do not change the physical order), -1 padded.
+
+    layouts: ``(..., k, 6)`` minor_to_major, -1 padded; shapes: ``(k, 6)``. Two layouts of a tensor
+    are physically the same exactly when their canonical forms are equal.
+    """
+    layouts = np.asarray(layouts, dtype=np.int64)
+    real = (layouts >= 0) & (_gather(shapes, layouts) > 1)
+    # A stable partition by sorting packed keys: real entries keep their order, the rest go last.
+    slot = np.arange(6)
+    keys = np.sort(np.where(real, slot * 8 + layouts, 64 + slot), axis=-1)
+    return np.where(keys < 64, keys % 8, -1)
+
+
+def _row_major(shapes: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Canonical form of the default layout ``{r-1, ..., 0}`` of each tensor: ``(k, 6)``."""
+    default = np.where(np.arange(6) < ranks[:, None], ranks[:, None] - 1 - np.arange(6), -1)
+    return canonical_layouts(default, shapes)
+
+
+def _major_disorder(canonical: np.ndarray, effective_rank: np.ndarray) -> np.ndarray:
+    """Fraction of out-of-order pairs among the major dimensions (all but the two most minor)."""
+    out = np.zeros(canonical.shape[:-1])
+    for i in range(2, 6):
+        for j in range(i + 1, 6):
+            # The natural order is descending: a later slot holding a larger dimension is out of order.
+            out = out + ((effective_rank > j) & (canonical[..., j] > canonical[..., i]))
+    return out / np.maximum((effective_rank - 2) * (effective_rank - 3) / 2, 1)
+
+
+def layout_penalty(shapes: np.ndarray, canonical: np.ndarray, preferred: np.ndarray) -> np.ndarray:
+    """Slowdown (>= 1) of a convolution/dot reading or writing tensors in the given layouts.
+
+    Lane and sublane padding of the (8, 128) tiles the two most minor dimensions are stored in, a
+    minor dimension other than the last logical one (the feature / contracting dimension the matrix
+    unit streams), a second-minor dimension other than the one before it, and major dimensions out
+    of order. Size-1 dimensions are ignored. shapes ``(k, 6)``; canonical layouts ``(..., k, 6)``
+    (see ``canonical_layouts``); preferred: the canonical row-major layouts ``(k, 6)``. Returns
+    ``(..., k)``.
+    """
+    eff = (canonical >= 0).sum(axis=-1)
+    lane = _gather(shapes, canonical[..., :2]).astype(np.float64)
+    lane, sub = lane[..., 0], lane[..., 1]
+    lane = np.where(eff >= 1, lane, LANES)
+    sub = np.where(eff >= 2, sub, SUBLANES)
+    waste = np.minimum((_pad_to(lane, LANES) / lane) * (_pad_to(sub, SUBLANES) / sub), 16.0)
+    minor_off = (canonical[..., 0] != preferred[:, 0]) & (eff >= 2)
+    second_off = (canonical[..., 1] != preferred[:, 1]) & (eff >= 3)
+    penalty = waste ** 0.75 * (1.0 + 1.0 * minor_off) * (1.0 + 0.25 * second_off)
+    return penalty * (1.0 + 0.05 * _major_disorder(canonical, eff))
+
+
+@dataclass
+class LayoutCostTables:
+    """Per-graph quantities of the layout cost model, computed once and reused for every config.
+
+    Shapes: ``nc`` configurable nodes; ``k`` copy checks of each kind. Layouts stored here are
+    canonical (see ``canonical_layouts``).
+    """
+
+    base_ns: float  # time of every non-configurable node
+    steps: float  # hidden repeat count of the program (training steps, loop trips)
+    shapes: np.ndarray  # (3, nc, 6) shapes of the output, input and kernel tensor of each node
+    ranks: np.ndarray  # (3, nc)
+    nbytes: np.ndarray  # (3, nc) bytes of those tensors
+    mxu: np.ndarray  # (nc,) matrix-unit work (conv/dot), 0 for reshapes
+    row_major: np.ndarray  # (3, nc, 6) canonical default layout of each tensor
+    # Copy checks: a conversion is paid when the two layouts compared differ physically.
+    fixed_out: tuple[np.ndarray, np.ndarray, np.ndarray]  # (node j, compiled layout (k, 6), cost (k,))
+    fixed_in: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (node j, slot, producer layout, cost)
+    linked: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (producer j, consumer j, slot, cost)
+
+
+def _copy_cost(nbytes: float) -> float:
+    return 3.0 * nbytes / HBM_BYTES_PER_NS + COPY_OVERHEAD_NS
+
+
+def _node_time(flops: float, nbytes: float, mxu: bool) -> float:
+    """Time of a non-configurable node. Elementwise work is mostly fused into its neighbours."""
+    compute = flops / (PEAK_MXU_FLOPS_PER_NS if mxu else PEAK_VPU_FLOPS_PER_NS)
+    memory = nbytes / HBM_BYTES_PER_NS
+    busy = max(compute, memory) + 0.1 * min(compute, memory)
+    return busy + OP_OVERHEAD_NS if mxu else FUSED_SHARE * (busy + OP_OVERHEAD_NS)
+
+
+def _slots(graph: HloGraph, node: int) -> list[int]:
+    """The operands whose layout a configuration sets: input, and kernel for convolutions."""
+    return graph.operands[node][: 2 if graph.instrs[node].opcode == "convolution" else 1]
+
+
+def _columns(rows: list[tuple], kinds: str) -> tuple[np.ndarray, ...]:
+    """The columns of ``rows`` as arrays; per column ``i`` int64, ``l`` layout ``(k, 6)``, ``f`` float64."""
+    out = []
+    for i, kind in enumerate(kinds):
+        values = [row[i] for row in rows]
+        if kind == "l":
+            out.append(np.array(values, dtype=np.int64).reshape(-1, 6))
+        else:
+            out.append(np.array(values, dtype=np.int64 if kind == "i" else np.float64))
+    return tuple(out)
+
+
+def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float) -> LayoutCostTables:
+    """Precompute the cost-model tables of ``graph`` for the configurable nodes ``config_ids``."""
+    nc = len(config_ids)
+    index = {int(node): j for j, node in enumerate(config_ids)}
+    shapes = np.zeros((3, nc, 6), dtype=np.int64)
+    ranks = np.zeros((3, nc), dtype=np.int64)
+    nbytes = np.zeros((3, nc))
+    mxu = np.zeros(nc)
+    for j, node in enumerate(config_ids):
+        for t, tensor in enumerate([int(node), *_slots(graph, int(node))]):
+            shapes[t, j] = graph.shapes[tensor]
+            ranks[t, j] = graph.ranks[tensor]
+            nbytes[t, j] = graph.instrs[tensor].nbytes
+        if graph.instrs[node].opcode in ("convolution", "dot"):
+            mxu[j] = graph.flops[node]
+    base = sum(
+        _node_time(graph.flops[i], graph.bytes_moved[i], graph.instrs[i].opcode in ("convolution", "dot"))
+        for i in range(graph.num_nodes)
+        if i not in index and graph.instrs[i].opcode not in ("parameter", "constant", "get-tuple-element", "tuple")
+    )
+    # Copy checks along the edges that touch configurable nodes.
+    fixed_out: list[tuple[int, np.ndarray, float]] = []
+    fixed_in: list[tuple[int, int, np.ndarray, float]] = []
+    linked: list[tuple[int, int, int, float]] = []
+    consumers = graph.consumers()
+    for j, node in enumerate(int(n) for n in config_ids):
+        # Producers of the configured operands: the node expects its configured input/kernel layout.
+        for slot, producer in enumerate(_slots(graph, node), start=1):
+            cost = _copy_cost(graph.instrs[producer].nbytes)
+            if producer in index:
+                linked.append((index[producer], j, slot, cost))
+            else:
+                layout = canonical_layouts(graph.layouts[producer][None], shapes[slot, j][None])[0]
+                fixed_in.append((j, slot, layout, cost))
+        # Consumers that do not configure this output as one of their operands expect the compiled layout.
+        if any(not (user in index and node in _slots(graph, user)) for user in consumers[node]):
+            layout = canonical_layouts(graph.layouts[node][None], shapes[0, j][None])[0]
+            fixed_out.append((j, layout, _copy_cost(graph.instrs[node].nbytes)))
+
+    return LayoutCostTables(
+        base_ns=float(base),
+        steps=float(steps),
+        shapes=shapes,
+        ranks=ranks,
+        nbytes=nbytes,
+        mxu=mxu,
+        row_major=np.stack([_row_major(shapes[t], ranks[t]) for t in range(3)]),
+        fixed_out=_columns(fixed_out, "ilf"),
+        fixed_in=_columns(fixed_in, "iilf"),
+        linked=_columns(linked, "iiif"),
+    )
+
+
+def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.any(a != b, axis=-1)
+
+
+def layout_runtime(tables: LayoutCostTables, node_config_feat: np.ndarray) -> np.ndarray:
+    """Noise-free runtime (ns, float64) of the program under each configuration.
+
+    ``node_config_feat``: ``(c, nc, 18)`` integer layouts (output, input, kernel; -1 padded).
+    """
+    cfg = np.asarray(node_config_feat, dtype=np.int64)
+    c, nc = cfg.shape[:2]
+    total = np.full(c, tables.base_ns)
+    if nc == 0:
+        return total * tables.steps
+    canon = np.stack([canonical_layouts(cfg[:, :, 6 * t: 6 * t + 6], tables.shapes[t]) for t in range(3)])
+    penalty = np.stack([layout_penalty(tables.shapes[t], canon[t], tables.row_major[t])
+                        for t in range(3)])  # (3, c, nc)
+    compute = tables.mxu / PEAK_MXU_FLOPS_PER_NS * penalty[0] * np.sqrt(penalty[1] * penalty[2])
+    memory = (tables.nbytes[:, None, :] * penalty).sum(axis=0) / HBM_BYTES_PER_NS
+    node = np.maximum(compute, memory) + 0.1 * np.minimum(compute, memory) + OP_OVERHEAD_NS
+    # A reshape is free (a bitcast) when both its layouts are row-major; otherwise it is a copy.
+    bitcast = ~_differs(canon[0], tables.row_major[0]) & ~_differs(canon[1], tables.row_major[1])
+    reshape = np.where(bitcast, OP_OVERHEAD_NS, 3.0 * tables.nbytes[0] / HBM_BYTES_PER_NS + COPY_OVERHEAD_NS)
+    total = total + np.where(tables.mxu > 0, node, reshape).sum(axis=1)
+
+    j, compiled, cost = tables.fixed_out
+    if len(j):
+        total = total + (_differs(canon[0][:, j], compiled) * cost).sum(axis=1)
+    j, slot, producer_layout, cost = tables.fixed_in
+    if len(j):
+        total = total + (_differs(canon[slot, :, j].transpose(1, 0, 2), producer_layout) * cost).sum(axis=1)
+    p, q, slot, cost = tables.linked
+    if len(p):
+        # The producer's output is the consumer's operand: same tensor, so canonical forms compare.
+        total = total + (_differs(canon[0][:, p], canon[slot, :, q].transpose(1, 0, 2)) * cost).sum(axis=1)
+    return total * tables.steps
+
+
+# -- measurement -----------------------------------------------------------------------------------
+
+
+def measure(rng: np.random.Generator, runtime_ns: np.ndarray, sigma: float | np.ndarray) -> np.ndarray:
+    """Measured runtimes: ``runtime * LogNormal(0, sigma)``, rounded to int64 nanoseconds (>= 1)."""
+    noisy = runtime_ns * np.exp(rng.normal(0.0, 1.0, size=np.shape(runtime_ns)) * sigma)
+    return np.maximum(np.rint(noisy), 1).astype(np.int64)
+
+
+def tile_noise_sigma(runtime_ns: np.ndarray) -> np.ndarray:
+    """Relative measurement noise of a kernel: short kernels jitter more (launch and clock noise)."""
+    return 0.002 + 0.02 * np.sqrt(1e4 / np.maximum(runtime_ns, 1.0))
