@@ -12,11 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from competition.submission import expected_from_data_dir, format_problems, validate_submission
-from competition.synth import generate_competition
-
 from competition.predictions import write_submission
 from competition.scoring import SubmissionInvalid, format_report, load_solution, score_submission
+from competition.submission import expected_from_data_dir, format_problems, validate_submission
+from competition.synth import generate_competition
 from solutions import baselines
 
 METHODS = {
