@@ -1,0 +1,114 @@
+"""``tpugraphs solve``: train a reference solution, report its validation score, write a submission."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from competition.collections import COLLECTION_NAMES
+
+HELP = "train a reference solution on the train split, score it on valid, write a test submission"
+EPILOG = """\
+For each collection (all five unless --collection is given) the method is trained on the train split,
+scored on the valid split with the official metric (the mean over graphs, as the leaderboard computes
+a collection score), and used to rank the test configs. The submission is checked with the validator
+before the command reports success. Models are saved under --model-dir (default: next to --out,
+SUB.csv -> SUB.models/<collection>/), so --predict-only can rerun prediction without training.
+The same --seed on the same machine gives the same file.
+
+methods (see solutions/method.py):
+  gnn        message passing (PyTorch Geometric) with a ranking loss; the default reference
+  gbdt       LightGBM lambdarank on engineered graph and config features
+  heuristic  a non-learned rule of thumb from the config features
+  random     seeded random ranking: the floor
+
+exit status: 0 written and valid, 1 unreadable data, 2 usage error (unknown method or collection,
+missing splits or saved models, CUDA asked for but absent)
+
+examples:
+  tpugraphs solve --data data/demo/public --out sub.csv
+  tpugraphs solve --data data/demo/public --method gbdt --out gbdt.csv --collection tile:xla
+  tpugraphs solve --data data/demo/public --out sub.csv --predict-only
+  tpugraphs solve --data data/demo/public --out sub.csv --param layout_epochs=40 --param hidden=64
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "solve", help=HELP, description=HELP + ".", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--data", required=True, metavar="PUBLIC_DIR",
+                        help="data directory in the Kaggle layout (e.g. OUT/public from 'tpugraphs synth')")
+    parser.add_argument("--method", default="gnn", metavar="NAME", help="gnn (default), gbdt, heuristic or random")
+    parser.add_argument("--out", required=True, metavar="SUB.csv", help="the submission file to write")
+    parser.add_argument("--collection", action="append", choices=COLLECTION_NAMES, metavar="NAME",
+                        help=f"solve only this collection (repeatable; default: all five: {', '.join(COLLECTION_NAMES)})")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default: 0)")
+    parser.add_argument("--no-prune", dest="prune", action="store_false",
+                        help="do not prune layout graphs (methods that use the graph structure)")
+    parser.add_argument("--no-compress", dest="compress", action="store_false",
+                        help="no config deduplication or compact config storage")
+    parser.add_argument("--device", default="cpu", metavar="cpu|cuda",
+                        help="where learned methods run (default: cpu; cuda, cuda:N when a GPU is present)")
+    parser.add_argument("--model-dir", metavar="DIR", help="where models are saved / loaded (default: SUB.models/)")
+    parser.add_argument("--predict-only", action="store_true",
+                        help="load the models saved in --model-dir instead of training")
+    parser.add_argument("--time-budget", type=float, metavar="SECONDS",
+                        help="soft limit on training time per collection")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of the method (repeatable), e.g. layout_epochs=40; VALUE is read as JSON "
+                             "when it parses (numbers, true/false, null), as text otherwise")
+    parser.add_argument("--json", metavar="REPORT.json", help="also write the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.set_defaults(handler=run)
+
+
+def parse_params(items: list[str]) -> dict[str, object]:
+    """``["hidden=64", "loss=listmle"]`` -> ``{"hidden": 64, "loss": "listmle"}``."""
+    import json
+
+    from competition.cli import UsageError
+
+    params: dict[str, object] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--param {item!r}: expected KEY=VALUE, e.g. --param layout_epochs=40")
+        try:
+            params[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            params[key.strip()] = text
+    return params
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from competition.cli import UsageError
+    from competition.errors import DataFormatError
+    from solutions.method import FitOptions
+    from solutions.runner import SolveError, solve
+
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise UsageError(f"--time-budget must be > 0 seconds, got {args.time_budget}")
+    options = FitOptions(seed=args.seed, device=args.device, prune=args.prune, compress=args.compress,
+                         progress=not args.quiet, time_budget_s=args.time_budget)
+    try:
+        report = solve(
+            args.data, args.method, args.out, collections=args.collection, options=options,
+            model_dir=args.model_dir, predict_only=args.predict_only, method_params=parse_params(args.param),
+            log=lambda line: print(line, flush=True),
+        )
+    except SolveError as exc:
+        raise UsageError(str(exc)) from None
+    except DataFormatError as exc:
+        print(f"tpugraphs solve: cannot read the data: {exc}", file=sys.stderr)
+        return 1
+    print()
+    print(report.format_table())
+    print(f"{report.submission}: valid ({report.rows} rows); models in {report.model_dir}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json_dict(), indent=2) + "\n", encoding="utf-8")
+    return 0

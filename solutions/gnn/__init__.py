@@ -1,0 +1,19 @@
+"""The GNN reference solution (``tpugraphs solve --method gnn``, the default).
+
+GraphSAGE message passing in both edge directions over the computation graph, opcode embeddings and
+log-scaled node features; layout configs join at the configurable nodes before message passing,
+tile configs join the pooled kernel embedding; a pairwise hinge ranking loss; the best epoch chosen
+on the validation split with the official metric. Layout graphs are pruned to the configurable
+nodes and their neighbours and configs are deduplicated and stored base-7 packed.
+
+- ``data``: npz graphs -> tensors (pruning, scaling, config deduplication and packing);
+- ``model``: ``LayoutRanker`` and ``TileRanker`` (shapes in their docstrings);
+- ``train``: ``GNNConfig`` (every setting, with the defaults sized for ``make demo``), the losses,
+  the training loop and batched prediction;
+- ``ranker``: ``GNNRanker``, the ``RankingMethod`` the runner uses.
+"""
+
+from solutions.gnn.ranker import GNNRanker
+from solutions.gnn.train import GNNConfig
+
+__all__ = ["GNNConfig", "GNNRanker"]

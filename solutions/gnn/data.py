@@ -1,0 +1,303 @@
+"""Graphs and configs as tensors for the GNN: pruned, scaled, configs stored compactly.
+
+One ``TileExample`` or ``LayoutExample`` per npz file, built once before training and kept on the
+CPU (a step moves what it samples to the device). The preprocessing is what makes the GNN cheap:
+
+- **Pruning** (layout, ``prune=True``): ``solutions.pruning.OneHop`` keeps the configurable nodes
+  and their neighbours; the configs only touch those, and message passing runs once per config, so
+  its cost falls with the node count (6.2x fewer nodes on the real layout:xla:random, facts §6).
+- **Config deduplication** (``compress=True``): identical configs of a training graph are merged and
+  get the fastest of their measured runtimes (``deduplicate_configs(policy="min")``: re-measuring
+  the same binary only adds noise, which slows a run down). At prediction the model scores each
+  distinct config once and the score is copied to its duplicates (``config_inverse``).
+- **Compact config storage** (``compress=True``): a layout config tensor is kept base-7 packed,
+  (c, nc, 3) int32 instead of (c, nc, 18) float32 (6x smaller; ``competition.compact``), and the
+  sampled configs are decoded on the fly into slot digits. Without compression it is kept as the
+  released float32 array. Both give the same digits (``ConfigStore.digits``).
+
+Tensor conventions: edges are PyG's (2, m) ``[source, target]`` with source = producer and
+target = consumer (the released rows are ``[consumer, producer]``, facts §2), so a plain
+``MessagePassing`` layer sends each value downstream to its users, and the flipped edges upstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from competition.compact import LAYOUT_SLOTS, LAYOUT_VALUE_MIN, pack_layout_configs, pack_layout_vector_codes
+from competition.graphs import LayoutGraph, TileGraph
+from solutions.compression import deduplicate_configs
+from solutions.features import scale_node_features, scale_tile_config_features
+from solutions.pruning import GraphTransform, OneHop, PruningStats
+
+LAYOUT_DIGITS = 7  # a layout slot takes a value in -1..5, stored as the digit value + 1 in 0..6
+LAYOUT_SLOTS_PER_ROW = 3 * LAYOUT_SLOTS  # 18: output, input, kernel layout
+_DIGIT_WEIGHTS = LAYOUT_DIGITS ** torch.arange(LAYOUT_SLOTS - 1, -1, -1)  # (6,) most significant first
+
+
+def default_pruning() -> GraphTransform:
+    """The pruning the GNN uses on layout graphs when pruning is on."""
+    return OneHop()
+
+
+def graph_tensors(node_feat: np.ndarray, node_opcode: np.ndarray, edge_index: np.ndarray
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Released node arrays -> (scaled features (n, 140) float32, opcodes (n,) int64, edges (2, m) int64).
+
+    Edges come out PyG-style, ``[producer, consumer]`` (the released rows are ``[consumer, producer]``).
+    """
+    feat = torch.from_numpy(scale_node_features(node_feat))
+    opcode = torch.from_numpy(np.asarray(node_opcode, dtype=np.int64))
+    edges = torch.from_numpy(np.ascontiguousarray(np.asarray(edge_index, dtype=np.int64)[:, ::-1].T))
+    return feat, opcode, edges
+
+
+# --------------------------------------------------------------------------------------------------
+# Layout configs
+
+
+@dataclass
+class ConfigStore:
+    """The configs of one layout graph, packed (c, nc, 3) int32 or released (c, nc, 18) float32.
+
+    ``digits(index)`` decodes only the configs asked for.
+    """
+
+    data: torch.Tensor  # (c, nc, 3) int32 packed, or (c, nc, 18) float32 as released
+    packed: bool
+
+    @classmethod
+    def from_configs(cls, node_config_feat: np.ndarray, *, packed: bool) -> ConfigStore:
+        if packed:
+            return cls(torch.from_numpy(pack_layout_configs(node_config_feat)), True)
+        return cls(torch.from_numpy(np.ascontiguousarray(node_config_feat, dtype=np.float32)), False)
+
+    @property
+    def num_configs(self) -> int:
+        return int(self.data.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return self.data.numel() * self.data.element_size()
+
+    def digits(self, index: torch.Tensor | None = None) -> torch.Tensor:
+        """Slot digits of the chosen configs: (k,) -> (k, nc, 18) int64 in 0..6 (value + 1; 0 = unset)."""
+        data = self.data if index is None else self.data[index]
+        if not self.packed:
+            return (data - LAYOUT_VALUE_MIN).long()
+        packed = data.long().unsqueeze(-1)  # (k, nc, 3, 1)
+        digits = torch.div(packed, _DIGIT_WEIGHTS, rounding_mode="floor") % LAYOUT_DIGITS  # (k, nc, 3, 6)
+        return digits.flatten(-2)
+
+
+def most_common_rows(node_config_feat: np.ndarray) -> np.ndarray:
+    """Each configurable node's most frequent 18-d row over the file's configs, as digits.
+
+    A search explores around the compiler's default configuration (``default`` files: small moves
+    from it), so how far a row is from the node's usual row says how unusual the config is there.
+    Computed from the configs alone, so test files have it too. Ties go to the smallest row.
+
+    Shapes: (c, nc, 18) float32 -> (nc, 18) int64 digits in 0..6.
+    """
+    configs = np.asarray(node_config_feat)
+    if configs.shape[0] == 0:
+        return np.zeros(configs.shape[1:], dtype=np.int64)
+    codes = pack_layout_vector_codes(configs)  # (c, nc) one int64 per row
+    out = np.empty(configs.shape[1:], dtype=np.int64)
+    for j in range(codes.shape[1]):
+        values, counts = np.unique(codes[:, j], return_counts=True)
+        first = int(np.flatnonzero(codes[:, j] == values[np.argmax(counts)])[0])
+        out[j] = configs[first, j] - LAYOUT_VALUE_MIN
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Examples
+
+
+@dataclass
+class LayoutInputs:
+    """The config-independent tensors of one layout graph (what the model reads besides the configs).
+
+    Shapes: n nodes and m edges (after pruning), nc configurable nodes.
+    """
+
+    node_feat: torch.Tensor  # (n, 140) float32, scaled
+    node_opcode: torch.Tensor  # (n,) int64
+    edge_index: torch.Tensor  # (2, m) int64, [producer, consumer]
+    config_node_ids: torch.Tensor  # (nc,) int64 positions of the configurable nodes
+    common_rows: torch.Tensor  # (nc, 18) int64 digits: each configurable node's most frequent row
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_opcode.shape[0])
+
+    def to(self, device: torch.device | str) -> LayoutInputs:
+        return LayoutInputs(self.node_feat.to(device), self.node_opcode.to(device), self.edge_index.to(device),
+                            self.config_node_ids.to(device), self.common_rows.to(device))
+
+
+@dataclass
+class LayoutExample:
+    """One layout graph ready for the model.
+
+    Shapes: c configs kept (the distinct ones when deduplicated), c0 configs in the file.
+    """
+
+    row_id: str
+    inputs: LayoutInputs
+    configs: ConfigStore  # c configs
+    runtime: torch.Tensor | None  # (c,) float64 ns (min over duplicates); None for unlabeled graphs
+    config_inverse: np.ndarray | None  # (c0,) int64 kept config of each file config; None = identity
+    pruning: PruningStats | None = None
+
+    @property
+    def num_nodes(self) -> int:
+        return self.inputs.num_nodes
+
+    @property
+    def num_configs(self) -> int:
+        return self.configs.num_configs
+
+    def expand(self, per_config: np.ndarray) -> np.ndarray:
+        """Scores of the kept configs -> scores of every config of the file: (c,) -> (c0,)."""
+        return per_config if self.config_inverse is None else per_config[self.config_inverse]
+
+
+@dataclass
+class TileExample:
+    """One tile kernel ready for the model. Shapes: n nodes, m edges, c configs kept."""
+
+    row_id: str
+    node_feat: torch.Tensor  # (n, 140) float32, scaled
+    node_opcode: torch.Tensor  # (n,) int64
+    edge_index: torch.Tensor  # (2, m) int64, [producer, consumer]
+    config_feat: torch.Tensor  # (c, 24) float32, scaled
+    runtime: torch.Tensor | None  # (c,) float64 runtime / normalizer (what the metric ranks); None if unlabeled
+    config_inverse: np.ndarray | None = None  # (c0,) int64 kept config of each file config; None = identity
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_opcode.shape[0])
+
+    @property
+    def num_configs(self) -> int:
+        return int(self.config_feat.shape[0])
+
+    def expand(self, per_config: np.ndarray) -> np.ndarray:
+        return per_config if self.config_inverse is None else per_config[self.config_inverse]
+
+
+def _labeled(runtime: np.ndarray) -> bool:
+    """Test files carry all-zero runtimes (facts §2): those are not labels."""
+    return runtime.size > 0 and bool((runtime > 0).all())
+
+
+def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bool,
+                   transform: GraphTransform | None = None) -> LayoutExample:
+    """Prune, scale and pack one layout graph (see the module docstring for what each flag does)."""
+    stats = None
+    if prune:
+        result = (transform or default_pruning()).prune(graph)
+        graph, stats = result.graph, result.stats
+    feat, opcode, edges = graph_tensors(graph.node_feat, graph.node_opcode, graph.edge_index)
+    inputs = LayoutInputs(feat, opcode, edges, torch.from_numpy(np.asarray(graph.node_config_ids, dtype=np.int64)),
+                          torch.from_numpy(most_common_rows(graph.node_config_feat)))
+    configs, runtime = graph.node_config_feat, graph.config_runtime
+    labeled = _labeled(runtime)
+    inverse = None
+    if compress:
+        dedup = deduplicate_configs(configs, runtime if labeled else None, policy="min")
+        if dedup.num_unique < dedup.num_configs:
+            configs, inverse = configs[dedup.unique_index], dedup.inverse
+            runtime = dedup.runtime if labeled else runtime[dedup.unique_index]
+    return LayoutExample(
+        row_id=row_id,
+        inputs=inputs,
+        configs=ConfigStore.from_configs(configs, packed=compress),
+        runtime=torch.from_numpy(runtime.astype(np.float64)) if labeled else None,
+        config_inverse=inverse,
+        pruning=stats,
+    )
+
+
+def tile_example(row_id: str, graph: TileGraph, *, compress: bool) -> TileExample:
+    """Scale one tile kernel; with ``compress``, identical configs are merged (min runtime)."""
+    feat, opcode, edges = graph_tensors(graph.node_feat, graph.node_opcode, graph.edge_index)
+    configs = graph.config_feat
+    labeled = _labeled(graph.config_runtime) and _labeled(graph.config_runtime_normalizers)
+    target = graph.normalized_runtime().astype(np.float64) if labeled else None
+    inverse = None
+    if compress:
+        dedup = deduplicate_configs(configs, target, policy="min")
+        if dedup.num_unique < dedup.num_configs:
+            configs, inverse = configs[dedup.unique_index], dedup.inverse
+            target = dedup.runtime if labeled else None
+    return TileExample(
+        row_id=row_id,
+        node_feat=feat,
+        node_opcode=opcode,
+        edge_index=edges,
+        config_feat=torch.from_numpy(scale_tile_config_features(configs)),
+        runtime=torch.from_numpy(np.asarray(target, dtype=np.float64)) if labeled else None,
+        config_inverse=inverse,
+    )
+
+
+def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, compress: bool
+                 ) -> TileExample | LayoutExample:
+    if isinstance(graph, TileGraph):
+        return tile_example(row_id, graph, compress=compress)
+    return layout_example(row_id, graph, prune=prune, compress=compress)
+
+
+def load_examples(graphs: Iterable[tuple[str, TileGraph | LayoutGraph]], *, prune: bool, compress: bool,
+                  ) -> list[TileExample | LayoutExample]:
+    """``make_example`` over ``(row_id, graph)`` pairs, e.g. a ``SplitSource``."""
+    return [make_example(row_id, graph, prune=prune, compress=compress) for row_id, graph in graphs]
+
+
+# --------------------------------------------------------------------------------------------------
+# Tile batches
+
+
+@dataclass
+class TileBatch:
+    """Several tile kernels as one disjoint graph, with the configs sampled from each.
+
+    Shapes: G graphs, N nodes and M edges in all, B configs in all.
+    """
+
+    node_feat: torch.Tensor  # (N, 140) float32
+    node_opcode: torch.Tensor  # (N,) int64
+    edge_index: torch.Tensor  # (2, M) int64, offset per graph
+    ptr: torch.Tensor  # (G + 1,) int64: graph g owns nodes ptr[g]:ptr[g + 1]
+    config_feat: torch.Tensor  # (B, 24) float32
+    config_graph: torch.Tensor  # (B,) int64: graph of each config
+    runtime: torch.Tensor | None  # (B,) float64 or None
+
+    def to(self, device: torch.device | str) -> TileBatch:
+        return TileBatch(*(None if t is None else t.to(device) for t in (
+            self.node_feat, self.node_opcode, self.edge_index, self.ptr, self.config_feat, self.config_graph,
+            self.runtime)))
+
+
+def tile_batch(examples: list[TileExample], config_index: list[torch.Tensor]) -> TileBatch:
+    """Stack kernels and the chosen configs of each (``config_index[g]``: (k_g,) int64)."""
+    sizes = torch.tensor([e.num_nodes for e in examples], dtype=torch.int64)
+    ptr = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
+    edges = torch.cat([e.edge_index + ptr[g] for g, e in enumerate(examples)], dim=1)
+    labeled = all(e.runtime is not None for e in examples)
+    return TileBatch(
+        node_feat=torch.cat([e.node_feat for e in examples]),
+        node_opcode=torch.cat([e.node_opcode for e in examples]),
+        edge_index=edges,
+        ptr=ptr,
+        config_feat=torch.cat([e.config_feat[i] for e, i in zip(examples, config_index, strict=True)]),
+        config_graph=torch.cat([torch.full((len(i),), g, dtype=torch.int64) for g, i in enumerate(config_index)]),
+        runtime=torch.cat([e.runtime[i] for e, i in zip(examples, config_index, strict=True)]) if labeled else None,
+    )

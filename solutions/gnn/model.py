@@ -1,0 +1,245 @@
+"""The GNN rankers: GraphSAGE in both edge directions, config features joined early (layout) or late (tile).
+
+Both models share a node encoder (opcode embedding + MLP over the log-scaled ``node_feat``) and a
+stack of ``BidirectionalSAGE`` layers; they differ in where the configuration enters.
+
+**Layout** (``LayoutRanker``): a config sets one 18-d layout row per configurable node, so it joins
+at those nodes before message passing (early fusion; layouts interact along edges: a producer and
+its consumer disagreeing on a layout costs a copy). The work splits in two:
+
+1. config-independent, once per graph: ``encode_nodes`` (n, h);
+2. config-dependent, once per config, all configs of a step batched: each configurable node's row
+   is embedded (slot-digit embeddings summed, then an MLP that also reads the node's state; each
+   distinct (node, row) pair is computed once and scattered back, ``dedup_rows=True``), added to the
+   node's state, and the message-passing layers run on a (B, n, h) tensor: PyG's static-graph
+   batching, where the same ``edge_index`` serves every config, so no ``Batch`` of B graph copies
+   is built. After graph pruning n is small (configurable nodes and their neighbours), which is
+   what keeps B x n cheap.
+
+Then mean + max pooling over the nodes and an MLP give one score per config.
+
+**Tile** (``TileRanker``): the config is one 24-d vector per kernel, so the kernel graph is
+encoded once (message passing, then mean + max pooling and the output node's state) and configs
+join late: an MLP scores ``[graph, config, graph * config]`` for every config (the upstream
+baseline's "late join"; one graph pass serves hundreds of configs).
+
+Scores are runtime-like: lower = faster. Only their order within a graph matters (the losses in
+``solutions.gnn.train`` are ranking losses).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch_geometric.nn import SAGEConv
+
+from competition.compact import LAYOUT_SLOTS
+from competition.graphs import MAX_OPCODE, NODE_FEAT_DIM, TILE_CONFIG_DIM
+from solutions.accel import segment
+from solutions.features import NODE_FEAT_COLUMNS
+from solutions.gnn.data import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW, LayoutInputs, TileBatch
+
+
+def mlp(sizes: list[int], *, dropout: float = 0.0) -> nn.Sequential:
+    """Linear layers with GELU between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(nn.GELU())
+            if dropout:
+                layers.append(nn.Dropout(dropout))
+    return nn.Sequential(*layers)
+
+
+class NodeEncoder(nn.Module):
+    """Config-independent node state: ``MLP([node_feat, opcode embedding])``.
+
+    Arguments:
+        hidden: output width h.
+        opcode_dim: width of the opcode embedding (ids 0..120; 0 = unknown).
+
+    Shapes: node_feat (n, 140) float32 (scaled, ``solutions.features``), node_opcode (n,) int64
+    -> (n, h).
+    """
+
+    def __init__(self, hidden: int, opcode_dim: int = 32) -> None:
+        super().__init__()
+        self.opcode = nn.Embedding(MAX_OPCODE + 1, opcode_dim)
+        self.mlp = mlp([NODE_FEAT_DIM + opcode_dim, hidden, hidden])
+
+    def forward(self, node_feat: torch.Tensor, node_opcode: torch.Tensor) -> torch.Tensor:
+        return self.mlp(torch.cat([node_feat, self.opcode(node_opcode)], dim=-1))
+
+
+class BidirectionalSAGE(nn.Module):
+    """One residual GraphSAGE layer over both edge directions.
+
+    ``x' = x + dropout(GELU(LayerNorm(SAGE_down(x, E) + SAGE_up(x, E^T))))`` where ``SAGE_down``
+    averages what each node's producers hold (edges ``[producer, consumer]``) and ``SAGE_up`` what
+    its consumers hold: a layout decision is felt both by the operands a node reads and by the
+    users of its output.
+
+    Shapes: x (n, h) or (B, n, h) (the same graph for every leading index: PyG static batching);
+    edge_index (2, m) int64 -> same shape as x.
+    """
+
+    def __init__(self, hidden: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.down = SAGEConv(hidden, hidden, aggr="mean")
+        self.up = SAGEConv(hidden, hidden, aggr="mean", root_weight=False)
+        self.norm = nn.LayerNorm(hidden)
+        self.act = nn.GELU()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        message = self.down(x, edge_index) + self.up(x, edge_index.flip(0))
+        return x + self.dropout(self.act(self.norm(message)))
+
+
+def output_slot_features(node_feat: torch.Tensor, digits: torch.Tensor) -> torch.Tensor:
+    """What each output-layout slot of a config row names, read from the node's own features.
+
+    A layout slot holds a dimension index; its cost depends on that dimension's size (a small
+    dimension in the most minor position wastes vector lanes) and on whether it matches the layout
+    the node already has (``layout_minor_to_major``: otherwise a conversion is needed). A network
+    can learn this lookup from the digit embeddings and the node state, slowly; handing it the two
+    looked-up values per slot makes it a linear fact.
+
+    Shapes: node_feat (R, 140) scaled (``solutions.features``), digits (R, 18) in 0..6 -> (R, 12):
+    6 log-sizes (0 where the slot is unset) then 6 flags "slot equals the node's default layout".
+    """
+    dims = node_feat[:, NODE_FEAT_COLUMNS["shape_dimensions"]]  # (R, 6) log1p(size), 0 = no dimension
+    output = digits[:, :LAYOUT_SLOTS]  # (R, 6) digit = dimension + 1, 0 = unset
+    sizes = torch.gather(torch.cat([torch.zeros_like(dims[:, :1]), dims], dim=1), 1, output)
+    rank = (dims > 0).sum(dim=1, keepdim=True)
+    # node_feat holds log1p(minor_to_major) with unused slots 0-padded; back to digits, 0 = unset.
+    default = torch.round(torch.expm1(node_feat[:, NODE_FEAT_COLUMNS["layout_minor_to_major"]])).long() + 1
+    default = torch.where(torch.arange(LAYOUT_SLOTS, device=digits.device) < rank, default, 0)
+    return torch.cat([sizes, (output == default).to(sizes.dtype)], dim=1)
+
+
+def mean_max_pool(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """``[mean, max]`` over ``dim``: (..., n, h) -> (..., 2h) for dim = -2."""
+    return torch.cat([x.mean(dim=dim), x.amax(dim=dim)], dim=-1)
+
+
+ROW_FEATURES = 2 * LAYOUT_SLOTS + LAYOUT_SLOTS_PER_ROW  # output_slot_features + "differs from the common row"
+
+
+class LayoutRanker(nn.Module):
+    """Scores the configs of one layout graph (early fusion of the config at the configurable nodes).
+
+    Arguments:
+        hidden: width h of every node state.
+        layers: message-passing layers.
+        dropout: dropout inside the layers and the head.
+        row_features: also hand the row network ``output_slot_features`` and, per slot, whether the
+            row differs from the node's most common row (``LayoutInputs.common_rows``).
+
+    Shapes (forward): ``LayoutInputs`` of a graph with n nodes and nc configurable nodes, digits
+    (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``) -> (B,) scores, lower = faster.
+    """
+
+    def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, row_features: bool = True) -> None:
+        super().__init__()
+        self.hidden = hidden
+        self.row_features = row_features
+        self.nodes = NodeEncoder(hidden)
+        # One embedding per (slot, digit): the sum over the 18 slots is a linear map of the one-hot row.
+        self.slot_digit = nn.Embedding(LAYOUT_SLOTS_PER_ROW * LAYOUT_DIGITS, hidden)
+        self.register_buffer("slot_offsets", torch.arange(LAYOUT_SLOTS_PER_ROW) * LAYOUT_DIGITS, persistent=False)
+        self.row = mlp([2 * hidden + (ROW_FEATURES if row_features else 0), hidden, hidden])
+        self.layers = nn.ModuleList(BidirectionalSAGE(hidden, dropout) for _ in range(layers))
+        self.head = mlp([2 * hidden, hidden, 1], dropout=dropout)
+
+    def encode_nodes(self, inputs: LayoutInputs) -> torch.Tensor:
+        """The config-independent part, computed once per graph: -> (n, h)."""
+        return self.nodes(inputs.node_feat, inputs.node_opcode)
+
+    def _row_network(self, inputs: LayoutInputs, node_state: torch.Tensor, nodes: torch.Tensor,
+                     digits: torch.Tensor) -> torch.Tensor:
+        """Rows (R, 18) on configurable nodes ``nodes`` (R,) (0..nc-1) -> (R, h) contributions."""
+        config_nodes = inputs.config_node_ids[nodes]
+        parts = [node_state[config_nodes], self.slot_digit(digits + self.slot_offsets).sum(dim=-2)]
+        if self.row_features:
+            parts.append(output_slot_features(inputs.node_feat[config_nodes], digits))
+            parts.append((digits != inputs.common_rows[nodes]).to(parts[0].dtype))
+        return self.row(torch.cat(parts, dim=-1))
+
+    def encode_configs(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
+                       dedup_rows: bool = True) -> torch.Tensor:
+        """Per-(config, configurable node) contribution: (n, h), (B, nc, 18) -> (B, nc, h).
+
+        With ``dedup_rows`` the row network runs once per distinct (node, row) pair and the result
+        is scattered back (default-search configs share most rows; the output is the same).
+        """
+        batch, nc = digits.shape[:2]
+        nodes = torch.arange(nc, device=digits.device).expand(batch, nc).reshape(-1)
+        flat = digits.reshape(-1, LAYOUT_SLOTS_PER_ROW)
+        if not dedup_rows:
+            return self._row_network(inputs, node_state, nodes, flat).reshape(batch, nc, -1)
+        # Key of a (node, row) pair: the node, then the row's 18 base-7 digits (< 7**18 * nc < 2**63
+        # for nc up to ~5,600 configurable nodes; the released maximum is ~2,250).
+        weights = LAYOUT_DIGITS ** torch.arange(LAYOUT_SLOTS_PER_ROW - 1, -1, -1, device=digits.device)
+        key = nodes * LAYOUT_DIGITS**LAYOUT_SLOTS_PER_ROW + (flat * weights).sum(dim=-1)
+        unique_keys, inverse = torch.unique(key, return_inverse=True)
+        first = torch.full_like(unique_keys, flat.shape[0]).scatter_reduce(
+            0, inverse, torch.arange(flat.shape[0], device=digits.device), reduce="amin")
+        return self._row_network(inputs, node_state, nodes[first], flat[first])[inverse].reshape(batch, nc, -1)
+
+    def forward_encoded(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
+                        dedup_rows: bool = True) -> torch.Tensor:
+        """Score configs given ``encode_nodes``'s output: (n, h), (B, nc, 18) -> (B,)."""
+        batch = digits.shape[0]
+        contribution = self.encode_configs(inputs, node_state, digits, dedup_rows=dedup_rows)
+        x = node_state.unsqueeze(0).expand(batch, -1, -1)
+        x = x.index_add(1, inputs.config_node_ids, contribution)  # (B, n, h); node_state untouched
+        for layer in self.layers:
+            x = layer(x, inputs.edge_index)
+        return self.head(mean_max_pool(x, dim=1)).squeeze(-1)
+
+    def forward(self, inputs: LayoutInputs, digits: torch.Tensor, *, dedup_rows: bool = True) -> torch.Tensor:
+        return self.forward_encoded(inputs, self.encode_nodes(inputs), digits, dedup_rows=dedup_rows)
+
+
+class TileRanker(nn.Module):
+    """Scores tile configs: kernels encoded once, configs joined late.
+
+    Arguments:
+        hidden: width h of every node state.
+        layers: message-passing layers.
+        dropout: dropout inside the layers and the head.
+
+    Shapes (forward): a ``TileBatch`` of G kernels and B configs -> (B,) scores, lower = faster.
+    ``encode_graphs`` gives the (G, 3h) kernel embeddings ([mean, max, output node]).
+    """
+
+    def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.hidden = hidden
+        self.nodes = NodeEncoder(hidden)
+        self.layers = nn.ModuleList(BidirectionalSAGE(hidden, dropout) for _ in range(layers))
+        self.graph_proj = nn.Linear(3 * hidden, hidden)
+        self.config = mlp([TILE_CONFIG_DIM, hidden, hidden])
+        self.head = mlp([3 * hidden, 2 * hidden, hidden, 1], dropout=dropout)
+
+    def encode_graphs(self, node_feat: torch.Tensor, node_opcode: torch.Tensor, edge_index: torch.Tensor,
+                      ptr: torch.Tensor) -> torch.Tensor:
+        """(N, 140), (N,), (2, M), (G + 1,) -> (G, h) kernel embeddings."""
+        x = self.nodes(node_feat, node_opcode)
+        for layer in self.layers:
+            x = layer(x, edge_index)
+        # Nodes are in topological order, so each kernel's last node is its output (root).
+        output_node = x[ptr[1:] - 1]
+        pooled = torch.cat([segment(x, ptr, reduce="mean"), segment(x, ptr, reduce="max"), output_node], dim=-1)
+        return self.graph_proj(pooled)
+
+    def score(self, graph: torch.Tensor, config_feat: torch.Tensor) -> torch.Tensor:
+        """(B, h) kernel embedding of each config, (B, 24) scaled config_feat -> (B,)."""
+        config = self.config(config_feat)
+        return self.head(torch.cat([graph, config, graph * config], dim=-1)).squeeze(-1)
+
+    def forward(self, batch: TileBatch) -> torch.Tensor:
+        graphs = self.encode_graphs(batch.node_feat, batch.node_opcode, batch.edge_index, batch.ptr)
+        return self.score(graphs[batch.config_graph], batch.config_feat)

@@ -1,0 +1,211 @@
+"""``GNNRanker``: the GNN as a ``RankingMethod`` (fit on one collection, predict, save, load)."""
+
+from __future__ import annotations
+
+import json
+import random
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from competition.collections import Collection, get_collection
+from competition.graphs import Graph
+from solutions.gnn.data import LayoutExample, TileExample, default_pruning, make_example
+from solutions.gnn.model import LayoutRanker, TileRanker
+from solutions.gnn.train import GNNConfig, TrainResult, predict_layout, predict_tile, train
+from solutions.method import FitOptions, SplitSource
+
+MODEL_FILE = "gnn.pt"
+META_FILE = "gnn.json"
+FORMAT_VERSION = 1
+
+
+@contextmanager
+def _torch_threads(num_threads: int | None):
+    """Run with ``num_threads`` CPU threads, restoring the previous setting afterwards."""
+    if num_threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def resolve_device(name: str) -> torch.device:
+    """``"cpu"``, ``"cuda"``, ``"cuda:1"`` -> a device; ValueError when CUDA is asked for but absent."""
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} asked for, but torch sees no CUDA GPU here; use --device cpu")
+    return device
+
+
+@contextmanager
+def seeded(seed: int):
+    """Seed Python, numpy and torch, and use deterministic kernels where torch has them, for one block.
+
+    The global determinism switch is restored afterwards (it would otherwise leak into the caller).
+    On a CPU with a fixed thread count this makes a fit reproducible bit for bit; on a GPU, kernels
+    without a deterministic version only warn (``warn_only``).
+    """
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    before, before_warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=before_warn)
+
+
+class GNNRanker:
+    """Message passing over the computation graph with a ranking loss (``solutions.gnn``).
+
+    Arguments:
+        config: a ``GNNConfig``; keyword arguments override single fields
+            (``GNNRanker(layout_epochs=40, hidden=128)``), which is how ``tpugraphs solve --param``
+            reaches them.
+
+    ``fit`` uses ``options.prune`` (OneHop pruning of layout graphs), ``options.compress`` (config
+    deduplication, packed config storage, distinct (node, row) pairs computed once),
+    ``options.device``, ``options.seed``, ``options.progress`` and ``options.time_budget_s``;
+    ``predict`` preprocesses each graph the same way the training graphs were. ``options.cache_dir``
+    is not used: preprocessing takes about a second per collection of the small competition.
+    """
+
+    name = "gnn"
+
+    def __init__(self, config: GNNConfig | None = None, **params: object) -> None:
+        unknown = sorted(set(params) - set(GNNConfig.field_names()))
+        if unknown:
+            raise TypeError(f"unknown gnn setting(s) {', '.join(unknown)}; known: {', '.join(GNNConfig.field_names())}")
+        self.config = replace(config or GNNConfig(), **params)
+        self.model: LayoutRanker | TileRanker | None = None
+        self.collection: Collection | None = None
+        self.prune = True
+        self.compress = True
+        self.device = torch.device("cpu")
+        self.result: TrainResult | None = None
+        self.pruning_summary: dict | None = None
+
+    # -- RankingMethod -------------------------------------------------------------------------
+
+    def fit(self, collection: Collection, train_split: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+        self.collection, self.prune, self.compress = collection, options.prune, options.compress
+        self.device = resolve_device(options.device)
+        with _torch_threads(self.config.num_threads), seeded(options.seed):
+            train_examples = self._load(train_split, options, "train")
+            valid_examples = self._load(valid, options, "valid")
+            self.pruning_summary = _pruning_summary(train_examples)
+            self.model = self._build(collection).to(self.device)
+            self.result = train(
+                self.model, train_examples, valid_examples, self.config, seed=options.seed, device=self.device,
+                dedup_rows=options.compress, progress=options.progress, time_budget_s=options.time_budget_s,
+                description=f"gnn {collection.name}",
+            )
+            self.model.load_state_dict(self.result.best_state)
+
+    def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
+        if self.model is None:
+            raise RuntimeError("GNNRanker.predict called before fit or load")
+        if self.collection is not None and collection.task != self.collection.task:
+            raise ValueError(f"this model was trained on {self.collection.name}; it cannot rank {collection.name} graphs")
+        with _torch_threads(self.config.num_threads):
+            example = make_example("", graph, prune=self.prune, compress=self.compress)
+            if isinstance(example, TileExample):
+                scores = predict_tile(self.model, example, device=self.device)
+            else:
+                scores = predict_layout(self.model, example, device=self.device,
+                                        batch_nodes=self.config.predict_batch_nodes, dedup_rows=self.compress)
+        return example.expand(scores)
+
+    def save(self, path: Path) -> None:
+        """Write ``gnn.pt`` (weights) and ``gnn.json`` (settings, collection, training history) into ``path``."""
+        if self.model is None or self.collection is None:
+            raise RuntimeError("GNNRanker.save called before fit")
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        torch.save({k: v.detach().cpu() for k, v in self.model.state_dict().items()}, path / MODEL_FILE)
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "method": self.name,
+            "collection": self.collection.name,
+            "prune": self.prune,
+            "pruning": default_pruning().name if self.prune and not self.collection.is_tile else None,
+            "compress": self.compress,
+            "config": self.config.to_dict(),
+            "training": None if self.result is None else {
+                "best_epoch": self.result.best_epoch, "best_valid": self.result.best_score,
+                "steps": self.result.steps, "seconds": round(self.result.seconds, 3),
+                "stopped": self.result.stopped, "history": self.result.history,
+            },
+            "pruning_summary": self.pruning_summary,
+        }
+        (path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> GNNRanker:
+        """Read what ``save`` wrote; predicts on the CPU (``set_device`` to move it)."""
+        path = Path(path)
+        meta_path, model_path = path / META_FILE, path / MODEL_FILE
+        if not meta_path.is_file() or not model_path.is_file():
+            raise FileNotFoundError(f"{path}: no saved gnn model here (expected {META_FILE} and {MODEL_FILE})")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"{meta_path}: format version {meta.get('format_version')!r}; this kit reads {FORMAT_VERSION}")
+        ranker = cls(GNNConfig(**meta["config"]))
+        ranker.collection = get_collection(meta["collection"])
+        ranker.prune, ranker.compress = bool(meta["prune"]), bool(meta["compress"])
+        ranker.pruning_summary = meta.get("pruning_summary")
+        ranker.model = ranker._build(ranker.collection)
+        ranker.model.load_state_dict(torch.load(model_path, map_location="cpu", weights_only=True))
+        ranker.model.eval()
+        return ranker
+
+    def summary(self) -> dict:
+        """Facts for the runner's report: training outcome and pruning totals."""
+        out: dict = {"prune": self.prune, "compress": self.compress, "pruning": self.pruning_summary}
+        if self.result is not None:
+            out.update(best_epoch=self.result.best_epoch, selection_score=self.result.best_score,
+                       steps=self.result.steps, train_seconds=round(self.result.seconds, 3), stopped=self.result.stopped)
+        return out
+
+    def set_device(self, device: str) -> None:
+        """Predict on ``device`` from now on (after ``load``, which reads onto the CPU)."""
+        self.device = resolve_device(device)
+        if self.model is not None:
+            self.model.to(self.device)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _build(self, collection: Collection) -> LayoutRanker | TileRanker:
+        if collection.is_tile:
+            return TileRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout)
+        return LayoutRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
+                            row_features=self.config.row_features)
+
+    def _load(self, source: SplitSource, options: FitOptions, split: str) -> list[LayoutExample | TileExample]:
+        graphs = tqdm(source, total=len(source), desc=f"loading {source.collection.name} {split}", unit="graph",
+                      disable=not options.progress, leave=False)
+        return [make_example(row_id, graph, prune=options.prune, compress=options.compress) for row_id, graph in graphs]
+
+
+def _pruning_summary(examples: list) -> dict | None:
+    """Total node and edge counts before and after pruning over the training graphs."""
+    stats = [e.pruning for e in examples if isinstance(e, LayoutExample) and e.pruning is not None]
+    if not stats:
+        return None
+    before_n, after_n = sum(s.nodes_before for s in stats), sum(s.nodes_after for s in stats)
+    before_m, after_m = sum(s.edges_before for s in stats), sum(s.edges_after for s in stats)
+    return {
+        "graphs": len(stats), "nodes_before": before_n, "nodes_after": after_n,
+        "edges_before": before_m, "edges_after": after_m,
+        "node_reduction": before_n / max(1, after_n), "edge_reduction": before_m / max(1, after_m),
+    }

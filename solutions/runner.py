@@ -1,0 +1,486 @@
+"""The reference-solution runner: train, select, predict and write a valid submission.
+
+``solve(data_dir, "gnn", "sub.csv")`` does, for each chosen collection (all five by default):
+
+1. **fit** a fresh method on the train split (the valid split is handed to it for model selection,
+   e.g. early stopping) and save it under ``model_dir/<collection>/``; with ``predict_only`` the
+   saved model is loaded instead;
+2. **validate**: predict every graph of the valid split and score it with the official per-graph
+   metric (``competition.metrics``); the collection's validation score is the mean over its graphs,
+   exactly what the leaderboard computes for a collection;
+3. **predict** the test split into submission rows (``ranking_from_predictions``).
+
+Then the rows are written (``write_submission``) and checked with the submission validator
+against the test files; the report is returned only for a file the validator accepts. A run over
+some collections writes a file with only their rows: it is not a full Kaggle submission (the
+report says so), and only those rows are validated.
+
+Measurements per collection: fit and predict wall time, and the peak resident memory of the
+process while the collection ran (sampled every 20 ms, see ``PeakMemory``; ``tracemalloc`` misses
+torch's allocations).
+
+User errors (unknown method or collection, a data folder without the splits, a missing saved
+model, CUDA asked for but absent) raise ``SolveError`` with a message meant for the person at the
+keyboard; ``tpugraphs solve`` prints it and exits 2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from competition.collections import COLLECTIONS, TILE_TOP_K, Collection, get_collection
+from competition.graphs import Graph, list_split, load_graph, read_config_count
+from competition.metrics import kendall_tau_score, tile_slowdown_score
+from competition.predictions import ranking_from_predictions, write_submission
+from competition.submission import format_problems, validate_submission
+from solutions.method import FitOptions, MethodInfo, SplitSource, get_method
+
+RUN_FILE = "solve.json"  # in model_dir: which method and options trained the saved models
+KAGGLE_ROWS = 894
+
+
+class SolveError(Exception):
+    """A problem with how ``solve`` was called or with the data it was pointed at (not a bug)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Reports
+
+
+@dataclass
+class CollectionReport:
+    """What ``solve`` did on one collection."""
+
+    collection: str
+    metric: str  # "tile_slowdown" or "kendall_tau"
+    validation_score: float  # mean official per-graph score over the valid split
+    valid_graphs: int
+    test_graphs: int
+    fit_seconds: float  # 0.0 with predict_only (the model was loaded)
+    validate_seconds: float  # predicting and scoring the valid split
+    predict_seconds: float  # predicting the test split
+    peak_memory_mb: float  # peak resident memory of the process while this collection ran
+    model_path: Path | None  # where the fitted model was saved / loaded from
+    details: dict = field(default_factory=dict)  # method-specific facts (``method.summary()`` if it has one)
+
+
+@dataclass
+class SolveReport:
+    """What ``solve`` did: one ``CollectionReport`` per collection and the submission it wrote."""
+
+    method: str
+    submission: Path
+    rows: int
+    collections: list[CollectionReport]
+    options: FitOptions
+    predict_only: bool
+    model_dir: Path
+    seconds: float  # wall time of the whole run
+    process_peak_memory_mb: float  # peak resident memory of the process since it started (getrusage)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the submission covers all five collections (a full Kaggle submission)."""
+        return {c.collection for c in self.collections} == {c.name for c in COLLECTIONS}
+
+    @property
+    def validation_score(self) -> float:
+        """Unweighted mean of the collection scores (the final score when ``complete``)."""
+        return float(np.mean([c.validation_score for c in self.collections])) if self.collections else 0.0
+
+    def format_table(self) -> str:
+        """The per-collection table ``tpugraphs solve`` and ``make demo`` print."""
+        head = (f"{'collection':<20} {'metric':<14} {'valid':>7} {'graphs':>6} {'fit s':>7} "
+                f"{'predict s':>9} {'peak MB':>8}")
+        lines = [head, "-" * len(head)]
+        for c in self.collections:
+            lines.append(
+                f"{c.collection:<20} {c.metric:<14} {c.validation_score:>7.4f} {c.valid_graphs:>6} "
+                f"{c.fit_seconds:>7.1f} {c.validate_seconds + c.predict_seconds:>9.1f} {c.peak_memory_mb:>8.0f}"
+            )
+        label = "final (mean of the five)" if self.complete else f"mean of {len(self.collections)} collection(s)"
+        lines.append(f"{label:<35} {self.validation_score:>7.4f}")
+        lines.append(f"{self.method}: {self.rows} rows written to {self.submission} in {self.seconds:.1f} s "
+                     f"(validation scores on the valid split; peak memory {self.process_peak_memory_mb:.0f} MB)")
+        if not self.complete:
+            lines.append(self.partial_note())
+        return "\n".join(lines)
+
+    def partial_note(self) -> str:
+        names = ", ".join(c.collection for c in self.collections)
+        return (f"note: {self.submission} covers only {names}; it is not a full Kaggle submission "
+                f"(that needs the rows of all five collections, {KAGGLE_ROWS} on Kaggle)")
+
+    def to_json_dict(self) -> dict:
+        def plain(value):
+            if isinstance(value, Path):
+                return str(value)
+            if isinstance(value, dict):
+                return {k: plain(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [plain(v) for v in value]
+            return value
+
+        return plain({
+            "method": self.method,
+            "submission": self.submission,
+            "rows": self.rows,
+            "complete": self.complete,
+            "validation_score": self.validation_score,
+            "seconds": self.seconds,
+            "process_peak_memory_mb": self.process_peak_memory_mb,
+            "predict_only": self.predict_only,
+            "model_dir": self.model_dir,
+            "options": asdict(self.options),
+            "collections": [asdict(c) for c in self.collections],
+        })
+
+
+# --------------------------------------------------------------------------------------------------
+# Peak memory
+
+
+def _rss_reader() -> Callable[[], int] | None:
+    """A function giving the current resident set size in bytes, or None where none is available."""
+    try:
+        import psutil
+
+        process = psutil.Process()
+        return lambda: process.memory_info().rss
+    except ImportError:
+        pass
+    statm = Path("/proc/self/statm")
+    if statm.is_file():
+        page = os.sysconf("SC_PAGE_SIZE")
+        return lambda: int(statm.read_text().split()[1]) * page
+    return None
+
+
+def process_peak_mb() -> float:
+    """Peak resident memory of this process since it started (``getrusage``; KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+class PeakMemory:
+    """Peak resident memory while a block runs: ``with PeakMemory() as mem: ...; mem.peak_mb``.
+
+    A background thread samples the RSS every ``interval`` seconds (psutil, or /proc/self/statm);
+    it catches torch's and numpy's allocations, which ``tracemalloc`` does not see. Where no RSS
+    reader exists it falls back to the process peak (``getrusage``), which never goes down.
+    """
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self.interval = interval
+        self.peak_bytes = 0
+        self._read = _rss_reader()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        self.peak_bytes = max(self.peak_bytes, self._read())
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> PeakMemory:
+        if self._read is not None:
+            self._sample()
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._sample()
+
+    @property
+    def peak_mb(self) -> float:
+        return self.peak_bytes / 2**20 if self._read is not None else process_peak_mb()
+
+
+# --------------------------------------------------------------------------------------------------
+# Checks
+
+
+def collection_slug(collection: Collection) -> str:
+    """Folder name of a collection's saved model: ``layout:xla:random`` -> ``layout_xla_random``."""
+    return collection.name.replace(":", "_")
+
+
+def resolve_collections(names: Sequence[str] | None) -> tuple[Collection, ...]:
+    """The collections called ``names`` (all five when None or empty), in the usual order."""
+    if not names:
+        return COLLECTIONS
+    chosen = set()
+    for name in names:
+        try:
+            chosen.add(get_collection(name))
+        except ValueError as exc:
+            raise SolveError(str(exc)) from None
+    return tuple(c for c in COLLECTIONS if c in chosen)
+
+
+def resolve_method(name: str) -> MethodInfo:
+    try:
+        return get_method(name)
+    except ValueError as exc:
+        raise SolveError(str(exc)) from None
+
+
+def _check_splits(data_dir: Path, collections: Sequence[Collection], splits: Sequence[str]) -> None:
+    if not data_dir.is_dir():
+        raise SolveError(f"{data_dir}: no such data directory")
+    for collection in collections:
+        for split in splits:
+            try:
+                paths = list_split(data_dir, collection, split)
+            except FileNotFoundError as exc:
+                raise SolveError(str(exc)) from None
+            if not paths:
+                raise SolveError(f"{collection.split_dir(data_dir, split)}: no {split} graphs (*.npz) in this folder")
+
+
+def _check_device(device: str) -> None:
+    if device == "cpu":
+        return
+    try:
+        import torch
+    except ImportError:
+        raise SolveError(f"--device {device} needs torch, which is not installed; use --device cpu") from None
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise SolveError(f"unknown device {device!r}; use cpu, cuda or cuda:N") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise SolveError(f"--device {device}: torch sees no CUDA GPU on this machine; use --device cpu")
+
+
+def _default_model_dir(out: Path) -> Path:
+    return out.with_name(out.stem + ".models") if out.suffix else out.with_name(out.name + ".models")
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring and prediction
+
+
+def _checked_predictions(method_name: str, collection: Collection, row_id: str, graph: Graph, predictions) -> np.ndarray:
+    """The method's output as a (c,) float array, or an error naming the method and the graph."""
+    values = np.asarray(predictions, dtype=np.float64)
+    if values.shape != (graph.num_configs,):
+        raise RuntimeError(f"method {method_name!r} returned shape {values.shape} for {row_id}; "
+                           f"expected ({graph.num_configs},), one score per config")
+    if not np.isfinite(values).all():
+        raise RuntimeError(f"method {method_name!r} returned non-finite scores for {row_id} "
+                           f"(did training diverge?); refusing to write a submission from them")
+    return values
+
+
+def graph_score(collection: Collection, order: np.ndarray, graph: Graph) -> float:
+    """The official metric of one labeled graph for a predicted ordering (fastest first)."""
+    if collection.is_tile:
+        return tile_slowdown_score(order[:TILE_TOP_K], graph.config_runtime, graph.config_runtime_normalizers)
+    return kendall_tau_score(order, graph.config_runtime)
+
+
+def _iter_graphs(data_dir: Path, collection: Collection, split: str, progress: bool, label: str):
+    paths = list_split(data_dir, collection, split)
+    for path in tqdm(paths, desc=label, unit="graph", disable=not progress, leave=False):
+        yield collection.row_id(path.stem), load_graph(path, collection.task)
+
+
+def validation_score(method, method_name: str, data_dir: Path, collection: Collection, *, progress: bool = False
+                     ) -> tuple[float, int]:
+    """Mean official score of ``method`` over the valid split of one collection, and the graph count."""
+    scores = []
+    for row_id, graph in _iter_graphs(data_dir, collection, "valid", progress, f"validating {collection.name}"):
+        predictions = _checked_predictions(method_name, collection, row_id, graph, method.predict(collection, graph))
+        scores.append(graph_score(collection, ranking_from_predictions(collection, predictions), graph))
+    return (float(np.mean(scores)) if scores else math.nan), len(scores)
+
+
+def predict_rows(method, method_name: str, data_dir: Path, collection: Collection, *, progress: bool = False
+                 ) -> dict[str, np.ndarray]:
+    """Submission rows (ID -> config indices, fastest first) for the test split of one collection."""
+    rows = {}
+    for row_id, graph in _iter_graphs(data_dir, collection, "test", progress, f"predicting {collection.name}"):
+        predictions = _checked_predictions(method_name, collection, row_id, graph, method.predict(collection, graph))
+        rows[row_id] = ranking_from_predictions(collection, predictions)
+    return rows
+
+
+def expected_rows(data_dir: Path, collections: Sequence[Collection]) -> dict[str, int]:
+    """Test IDs of the chosen collections -> their config counts (what the validator checks against)."""
+    return {collection.row_id(path.stem): read_config_count(path)
+            for collection in collections for path in list_split(data_dir, collection, "test")}
+
+
+# --------------------------------------------------------------------------------------------------
+# solve
+
+
+def _make_method(info: MethodInfo, params: Mapping[str, object]):
+    cls = info.load_class()
+    try:
+        return cls(**params)
+    except (TypeError, ValueError) as exc:
+        if params:
+            raise SolveError(f"method {info.name!r} does not accept the parameter(s) "
+                             f"{', '.join(params)}: {exc}") from None
+        raise
+
+
+def _load_method(info: MethodInfo, path: Path, options: FitOptions):
+    if not path.is_dir():
+        raise SolveError(f"{path}: no saved {info.name} model for this collection; run without --predict-only "
+                         f"first (or point --model-dir at the folder a previous run wrote)")
+    try:
+        method = info.load_class().load(path)
+    except FileNotFoundError as exc:
+        raise SolveError(f"{exc}; run without --predict-only first") from None
+    if hasattr(method, "set_device"):
+        method.set_device(options.device)
+    return method
+
+
+def _check_saved_run(model_dir: Path, method: str) -> None:
+    run_file = model_dir / RUN_FILE
+    if not run_file.is_file():
+        raise SolveError(f"{model_dir}: no saved models here ({RUN_FILE} is missing); run without --predict-only "
+                         f"first (or point --model-dir at the folder a previous run wrote)")
+    saved = json.loads(run_file.read_text(encoding="utf-8")).get("method")
+    if saved != method:
+        raise SolveError(f"{model_dir} holds {saved!r} models, not {method!r}; choose --method {saved} "
+                         f"or another --model-dir")
+
+
+def _write_run_file(model_dir: Path, method: str, options: FitOptions, collections: Sequence[Collection]) -> None:
+    run_file = model_dir / RUN_FILE
+    previous = json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else {}
+    names = set(previous.get("collections", [])) if previous.get("method") == method else set()
+    names |= {c.name for c in collections}
+    record = {"method": method, "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()},
+              "collections": [c.name for c in COLLECTIONS if c.name in names]}
+    run_file.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def solve(
+    data_dir: str | Path,
+    method: str,
+    out: str | Path,
+    *,
+    collections: Sequence[str] | None = None,
+    options: FitOptions | None = None,
+    model_dir: str | Path | None = None,
+    predict_only: bool = False,
+    method_params: Mapping[str, object] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> SolveReport:
+    """Train (or load), validate and predict each collection, then write and validate the submission.
+
+    Arguments:
+        data_dir: the competition's public folder (Kaggle layout; ``OUT/public`` of ``tpugraphs synth``).
+        method: a name from ``solutions.method.METHODS`` (``gnn``, ``gbdt``, ``random``, ...).
+        out: the submission CSV to write.
+        collections: collection names; None = all five.
+        options: seed, device, pruning, compression, progress bars, time budget (``FitOptions``).
+        model_dir: where fitted models go, one folder per collection; default next to ``out``
+            (``sub.csv`` -> ``sub.models/``).
+        predict_only: load the models a previous run saved in ``model_dir`` instead of training.
+        method_params: keyword arguments for the method's constructor (e.g. ``{"layout_epochs": 40}``).
+        log: called with one line of text per finished step (``print`` in the command line).
+
+    Returns:
+        a ``SolveReport``. Raises ``SolveError`` for user errors, ``DataFormatError`` for an unreadable
+        data file, and ``RuntimeError`` if the written file fails validation (a bug in the method).
+    """
+    started = time.perf_counter()
+    options = options or FitOptions()
+    params = dict(method_params or {})
+    say = log or (lambda line: None)
+    info = resolve_method(method)
+    chosen = resolve_collections(collections)
+    data_dir, out = Path(data_dir), Path(out)
+    model_dir = Path(model_dir) if model_dir is not None else _default_model_dir(out)
+    _check_splits(data_dir, chosen, ("valid", "test") if predict_only else ("train", "valid", "test"))
+    _check_device(options.device)
+    if predict_only:
+        if params:
+            raise SolveError("--param has no effect with --predict-only (the saved models keep their settings)")
+        _check_saved_run(model_dir, info.name)
+    if out.exists() and out.is_dir():
+        raise SolveError(f"{out} is a folder; --out names the submission file to write")
+
+    reports: list[CollectionReport] = []
+    rows: dict[str, np.ndarray] = {}
+    for collection in chosen:
+        path = model_dir / collection_slug(collection)
+        with PeakMemory() as memory:
+            fit_seconds = 0.0
+            if predict_only:
+                fitted = _load_method(info, path, options)
+            else:
+                fitted = _make_method(info, params)
+                t0 = time.perf_counter()
+                fitted.fit(collection, SplitSource(data_dir, collection, "train"),
+                           SplitSource(data_dir, collection, "valid"), options)
+                fit_seconds = time.perf_counter() - t0
+                fitted.save(path)
+                _write_run_file(model_dir, info.name, options, [collection])
+            t0 = time.perf_counter()
+            score, valid_graphs = validation_score(fitted, info.name, data_dir, collection, progress=options.progress)
+            validate_seconds = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            collection_rows = predict_rows(fitted, info.name, data_dir, collection, progress=options.progress)
+            predict_seconds = time.perf_counter() - t0
+        rows.update(collection_rows)
+        summary = getattr(fitted, "summary", None)
+        report = CollectionReport(
+            collection=collection.name, metric=collection.metric, validation_score=score,
+            valid_graphs=valid_graphs, test_graphs=len(collection_rows), fit_seconds=fit_seconds,
+            validate_seconds=validate_seconds, predict_seconds=predict_seconds,
+            peak_memory_mb=memory.peak_mb, model_path=path, details=summary() if callable(summary) else {},
+        )
+        reports.append(report)
+        say(f"{collection.name}: validation {collection.metric} {score:.4f} over {valid_graphs} graphs "
+            f"(fit {fit_seconds:.1f} s, predict {validate_seconds + predict_seconds:.1f} s, "
+            f"peak {report.peak_memory_mb:.0f} MB)")
+
+    write_submission(out, rows)
+    checked = validate_submission(out, expected_rows(data_dir, chosen))
+    if not checked.ok:
+        raise RuntimeError(f"the submission written by method {info.name!r} is invalid (a bug in the method):\n"
+                           + format_problems(checked, source_name=str(out)))
+    return SolveReport(
+        method=info.name, submission=out, rows=len(rows), collections=reports, options=options,
+        predict_only=predict_only, model_dir=model_dir, seconds=time.perf_counter() - started,
+        process_peak_memory_mb=process_peak_mb(),
+    )
+
+
+__all__ = [
+    "CollectionReport",
+    "PeakMemory",
+    "SolveError",
+    "SolveReport",
+    "collection_slug",
+    "graph_score",
+    "predict_rows",
+    "solve",
+    "validation_score",
+]

@@ -1,0 +1,331 @@
+"""solutions.gnn and solutions.features: shapes, losses, preprocessing, and short fits on the tiny competition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from competition.collections import COLLECTION_BY_NAME
+from competition.graphs import LayoutGraph, TileGraph, iter_split
+from solutions.features import scale_node_features, scale_tile_config_features, signed_log1p
+from solutions.gnn import GNNRanker
+from solutions.gnn.data import ConfigStore, layout_example, most_common_rows, tile_batch, tile_example
+from solutions.gnn.model import LayoutRanker, TileRanker, output_slot_features
+from solutions.gnn.train import GNNConfig, listmle_loss, pairwise_hinge_loss, predict_layout, train
+from solutions.method import FitOptions, SplitSource
+from solutions.pruning import example_graph
+
+FAST = {"layout_epochs": 2, "tile_epochs": 2, "hidden": 16, "layers": 2, "valid_configs": 16}
+TILE, LAYOUT = COLLECTION_BY_NAME["tile:xla"], COLLECTION_BY_NAME["layout:xla:random"]
+
+
+# -- hand-made graphs --------------------------------------------------------------------------------
+
+
+def layout_graph(num_configs: int = 6, seed: int = 0, duplicates: bool = True) -> LayoutGraph:
+    """The pruning module's 8-node example with random configs on its 2 configurable nodes."""
+    rng = np.random.default_rng(seed)
+    graph = example_graph()
+    feat = np.zeros((graph.num_nodes, 140), np.float32)
+    feat[:, 21:24] = rng.integers(1, 300, size=(graph.num_nodes, 3))  # shape dimensions, rank 3
+    feat[:, 134:137] = [2, 1, 0]  # default layout minor_to_major
+    configs = np.full((num_configs, 2, 18), -1, np.float32)
+    configs[:, :, :3] = np.stack([rng.permutation(3) for _ in range(2 * num_configs)]).reshape(num_configs, 2, 3)
+    configs[:, :, 6:9] = np.stack([rng.permutation(3) for _ in range(2 * num_configs)]).reshape(num_configs, 2, 3)
+    runtime = rng.integers(1000, 2000, size=num_configs)
+    if duplicates:
+        configs[1], runtime[1] = configs[0], runtime[0] + 7  # config 1 repeats config 0, measured slower
+    return LayoutGraph(feat, graph.node_opcode, graph.edge_index, runtime.astype(np.int64), configs,
+                       graph.node_config_ids, graph.node_splits)
+
+
+def tile_graph(num_nodes: int = 5, num_configs: int = 7, seed: int = 0) -> TileGraph:
+    rng = np.random.default_rng(seed)
+    edges = np.array([[i, i - 1] for i in range(1, num_nodes)], np.int64).reshape(-1, 2)
+    runtime = rng.integers(100, 200, size=num_configs).astype(np.int64)
+    return TileGraph(
+        rng.random((num_nodes, 140), dtype=np.float32) * 1e6, rng.integers(1, 120, num_nodes).astype(np.uint8), edges,
+        runtime, rng.integers(0, 64, (num_configs, 24)).astype(np.float32), np.full(num_configs, 150, np.int64),
+    )
+
+
+# -- features ----------------------------------------------------------------------------------------
+
+
+def test_scaling_is_monotone_and_signed():
+    x = np.array([-1e9, -5.0, -1.0, 0.0, 0.5, 1.0, 1e3, 1e8, 3e9])
+    y = signed_log1p(x)
+    assert y.dtype == np.float32 and np.all(np.diff(y) > 0) and y[3] == 0.0
+    np.testing.assert_allclose(signed_log1p(-x), -y)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: scale_node_features(np.zeros((3, 139))), r"expected \(n, 140\)"),
+    (lambda: scale_node_features(np.zeros(140)), r"expected \(n, 140\)"),
+    (lambda: scale_tile_config_features(np.zeros((3, 18))), r"expected \(c, 24\)"),
+])
+def test_scaling_refuses_wrong_shapes(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# -- preprocessing -----------------------------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**16), c=st.integers(1, 5), nc=st.integers(1, 4))
+def test_packed_and_released_configs_decode_to_the_same_digits(seed, c, nc):
+    configs = np.random.default_rng(seed).integers(-1, 6, size=(c, nc, 18)).astype(np.float32)
+    packed, plain = ConfigStore.from_configs(configs, packed=True), ConfigStore.from_configs(configs, packed=False)
+    assert packed.nbytes * 6 == plain.nbytes  # 3 int32 instead of 18 float32 per row
+    index = torch.arange(c).flip(0)
+    assert torch.equal(packed.digits(index), plain.digits(index))
+    assert torch.equal(packed.digits(), torch.from_numpy(configs.astype(np.int64) + 1))
+
+
+def test_most_common_rows_picks_the_mode_per_node():
+    configs = np.full((4, 2, 18), -1, np.float32)
+    configs[:3, 0, 0] = 1  # node 0: [1, -1, ...] three times, [-1, ...] once
+    configs[0, 1, 0], configs[1, 1, 0] = 2, 3  # node 1: rows [2], [3], [-1], [-1] -> the unset row
+    rows = most_common_rows(configs)
+    assert rows.shape == (2, 18) and rows[0, 0] == 2 and rows[1, 0] == 0 and (rows[:, 1:] == 0).all()
+
+
+def test_layout_example_prunes_and_deduplicates_with_the_min_runtime():
+    graph = layout_graph()
+    full = layout_example("g", graph, prune=False, compress=False)
+    small = layout_example("g", graph, prune=True, compress=True)
+    assert full.num_nodes == 8 and small.num_nodes == 7  # OneHop drops the negate node
+    assert full.num_configs == 6 and small.num_configs == 5  # configs 0 and 1 are one distinct config
+    assert small.runtime[0] == min(graph.config_runtime[0], graph.config_runtime[1])
+    assert small.expand(np.arange(5.0)).tolist() == [0, 0, 1, 2, 3, 4]
+    assert full.expand(np.arange(6.0)).tolist() == list(range(6))
+    # the configurable nodes are the same nodes after renumbering
+    kept = small.pruning
+    assert (kept.nodes_before, kept.nodes_after, kept.edges_before, kept.edges_after) == (8, 7, 9, 7)
+    torch.testing.assert_close(full.inputs.node_feat[full.inputs.config_node_ids],
+                               small.inputs.node_feat[small.inputs.config_node_ids])
+
+
+def test_unlabeled_graphs_have_no_runtime():
+    graph = layout_graph()
+    graph.config_runtime[:] = 0  # a test file
+    example = layout_example("g", graph, prune=True, compress=True)
+    assert example.runtime is None and example.num_configs == 5
+    tile = tile_graph()
+    tile.config_runtime[:] = 0
+    assert tile_example("t", tile, compress=True).runtime is None
+
+
+def test_tile_batch_offsets_edges_and_groups_configs():
+    examples = [tile_example(f"t{i}", tile_graph(num_nodes=n, seed=i), compress=False) for i, n in enumerate((3, 5))]
+    batch = tile_batch(examples, [torch.tensor([0, 2]), torch.tensor([1, 3, 4])])
+    assert batch.ptr.tolist() == [0, 3, 8] and batch.node_feat.shape == (8, 140)
+    assert batch.edge_index[:, 2:].min() >= 3  # the second graph's edges point into its own nodes
+    assert batch.config_graph.tolist() == [0, 0, 1, 1, 1] and batch.config_feat.shape == (5, 24)
+
+
+# -- model shapes ------------------------------------------------------------------------------------
+
+
+def test_layout_ranker_shapes_and_row_dedup_changes_nothing():
+    torch.manual_seed(0)
+    example = layout_example("g", layout_graph(num_configs=9), prune=True, compress=False)
+    model = LayoutRanker(hidden=8, layers=2).eval()
+    digits = example.configs.digits()  # (9, nc=2, 18)
+    state = model.encode_nodes(example.inputs)
+    assert state.shape == (example.num_nodes, 8)
+    assert model.encode_configs(example.inputs, state, digits).shape == (9, 2, 8)
+    with torch.no_grad():
+        scores = model(example.inputs, digits)
+        assert scores.shape == (9,)
+        torch.testing.assert_close(scores, model(example.inputs, digits, dedup_rows=False))
+        # a config's score does not depend on the other configs of the batch
+        torch.testing.assert_close(scores[3:4], model(example.inputs, digits[3:4]))
+    # chunked prediction equals one pass
+    one_pass = predict_layout(model, example, device=torch.device("cpu"))
+    chunked = predict_layout(model, example, device=torch.device("cpu"), batch_nodes=1)
+    np.testing.assert_allclose(one_pass, chunked, rtol=1e-5, atol=1e-6)
+
+
+def test_output_slot_features_look_up_sizes_and_defaults():
+    feat = torch.zeros(1, 140)
+    feat[0, 21:24] = torch.log1p(torch.tensor([4.0, 128.0, 8.0]))  # shape (4, 128, 8)
+    feat[0, 134:137] = torch.log1p(torch.tensor([2.0, 1.0, 0.0]))  # default minor_to_major {2, 1, 0}
+    digits = torch.zeros(1, 18, dtype=torch.int64)
+    digits[0, :3] = torch.tensor([2, 1, 0]) + 1  # output layout {2, 1, 0}, as digits (value + 1)
+    out = output_slot_features(feat, digits)
+    assert out.shape == (1, 12)
+    torch.testing.assert_close(out[0, :3], torch.log1p(torch.tensor([8.0, 128.0, 4.0])))
+    assert out[0, 3:6].tolist() == [0.0, 0.0, 0.0]  # unset slots name no dimension
+    assert out[0, 6:].tolist() == [1.0] * 6  # the default layout, and unset where the default is unset
+    digits[0, :3] = torch.tensor([0, 1, 2]) + 1  # {0, 1, 2}: only the middle slot agrees with the default
+    out = output_slot_features(feat, digits)
+    torch.testing.assert_close(out[0, :3], torch.log1p(torch.tensor([4.0, 128.0, 8.0])))
+    assert out[0, 6:9].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_tile_ranker_shapes():
+    examples = [tile_example(f"t{i}", tile_graph(num_nodes=n, seed=i), compress=False) for i, n in enumerate((3, 6))]
+    batch = tile_batch(examples, [torch.arange(7), torch.arange(4)])
+    model = TileRanker(hidden=8, layers=2)
+    assert model.encode_graphs(batch.node_feat, batch.node_opcode, batch.edge_index, batch.ptr).shape == (2, 8)
+    assert model(batch).shape == (11,)
+
+
+# -- losses ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("scores", "runtimes", "expected"), [
+    ([0.0, 1.0, 2.0], [1, 2, 3], 0.0),  # right order, gaps >= margin: no cost
+    ([0.0, 0.05, 2.0], [1, 2, 3], (0.05 + 0 + 0) / 3),  # right order, one gap below the margin
+    ([2.0, 1.0, 0.0], [1, 2, 3], (1.1 + 2.1 + 1.1) / 3),  # reversed
+    ([5.0, 0.0], [7, 7], 0.0),  # equal runtimes form no pair
+    ([1.0, 0.0, 3.0], [2, 1, 2], (0.0 + 0.0) / 2),  # the tie between configs 0 and 2 is no pair
+])
+def test_pairwise_hinge_on_hand_made_cases(scores, runtimes, expected):
+    loss = pairwise_hinge_loss(torch.tensor(scores), torch.tensor(runtimes, dtype=torch.float64), margin=0.1)
+    assert loss.item() == pytest.approx(expected)
+
+
+def test_pairs_only_form_within_a_graph():
+    scores, runtimes = torch.tensor([0.0, 1.0, 5.0, 0.0]), torch.tensor([1.0, 2.0, 1.0, 2.0])
+    groups = torch.tensor([0, 0, 1, 1])
+    # graph 0 is right (no cost), graph 1 backwards by 5: (0 + 5.1) / 2 pairs
+    assert pairwise_hinge_loss(scores, runtimes, groups).item() == pytest.approx(2.55)
+    # without groups, the cross-graph pairs count too
+    assert pairwise_hinge_loss(scores, runtimes).item() != pytest.approx(2.55)
+
+
+def test_losses_have_gradients_even_without_pairs():
+    scores = torch.zeros(3, requires_grad=True)
+    loss = pairwise_hinge_loss(scores, torch.ones(3))
+    loss.backward()
+    assert loss.item() == 0.0 and scores.grad is not None
+
+
+def test_listmle_prefers_the_true_order():
+    runtimes = torch.tensor([3.0, 1.0, 2.0, 4.0])
+    right, wrong = runtimes * 10, -runtimes * 10  # scores that sort the configs right / backwards
+    assert 0.0 <= listmle_loss(right, runtimes).item() < 1e-3
+    assert listmle_loss(wrong, runtimes).item() > 1.0
+    groups = torch.tensor([0, 0, 1, 1])
+    assert listmle_loss(right, runtimes, groups).item() >= 0.0
+
+
+# -- settings ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("params", "error", "message"), [
+    ({"loss": "mse"}, ValueError, "unknown loss 'mse'"),
+    ({"hidden": 0}, ValueError, "hidden must be >= 1"),
+    ({"configs_per_graph": 1}, ValueError, "at least 2 configs"),
+    ({"nonsense": 3}, TypeError, "unknown gnn setting"),
+])
+def test_bad_settings(params, error, message):
+    with pytest.raises(error, match=message):
+        GNNRanker(**params)
+
+
+# -- fitting on the tiny competition -----------------------------------------------------------------
+
+
+def fit(tiny_competition, collection, **options) -> GNNRanker:
+    public = tiny_competition / "public"
+    ranker = GNNRanker(**FAST)
+    ranker.fit(collection, SplitSource(public, collection, "train"), SplitSource(public, collection, "valid"),
+               FitOptions(progress=False, **options))
+    return ranker
+
+
+@pytest.mark.parametrize("collection", [TILE, LAYOUT], ids=lambda c: c.name)
+def test_fit_predict_save_load(tiny_competition, tmp_path, collection):
+    ranker = fit(tiny_competition, collection)
+    assert ranker.result.history[0]["epoch"] == 0 and ranker.result.steps > 0
+    graphs = list(iter_split(tiny_competition / "public", collection, "test"))
+    predictions = [ranker.predict(collection, graph) for _, graph in graphs]
+    for (_, graph), scores in zip(graphs, predictions, strict=True):
+        assert scores.shape == (graph.num_configs,) and np.isfinite(scores).all()
+    ranker.save(tmp_path / "model")
+    loaded = GNNRanker.load(tmp_path / "model")
+    assert loaded.config == ranker.config and loaded.prune == ranker.prune
+    for (_, graph), scores in zip(graphs, predictions, strict=True):
+        np.testing.assert_array_equal(loaded.predict(collection, graph), scores)
+
+
+def test_same_seed_same_model(tiny_competition):
+    graph = next(iter_split(tiny_competition / "public", LAYOUT, "test"))[1]
+    first, second = fit(tiny_competition, LAYOUT, seed=3), fit(tiny_competition, LAYOUT, seed=3)
+    np.testing.assert_array_equal(first.predict(LAYOUT, graph), second.predict(LAYOUT, graph))
+
+
+@pytest.mark.parametrize(("prune", "compress"), [(False, False), (True, False), (False, True)])
+def test_pruned_and_unpruned_pipelines_rank_every_config(tiny_competition, prune, compress):
+    reference = fit(tiny_competition, LAYOUT)  # prune and compress on
+    other = fit(tiny_competition, LAYOUT, prune=prune, compress=compress)
+    for _, graph in iter_split(tiny_competition / "public", LAYOUT, "test"):
+        a, b = reference.predict(LAYOUT, graph), other.predict(LAYOUT, graph)
+        assert a.shape == b.shape == (graph.num_configs,) and np.isfinite(b).all()
+    summary = reference.pruning_summary
+    assert summary["nodes_after"] < summary["nodes_before"] and summary["edges_after"] < summary["edges_before"]
+    assert (other.pruning_summary is not None) == prune
+
+
+def test_a_layout_model_refuses_tile_graphs(tiny_competition):
+    ranker = fit(tiny_competition, LAYOUT)
+    with pytest.raises(ValueError, match="trained on layout:xla:random"):
+        ranker.predict(TILE, tile_graph())
+
+
+def test_load_names_what_is_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no saved gnn model"):
+        GNNRanker.load(tmp_path)
+
+
+def test_cuda_is_refused_clearly_when_absent(tiny_competition):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        fit(tiny_competition, TILE, device="cuda")
+
+
+
+# -- the training loop's stopping rules --------------------------------------------------------------
+
+
+def hand_made_layout_examples(count: int) -> list:
+    return [layout_example(f"g{i}", layout_graph(num_configs=12, seed=i), prune=True, compress=True) for i in range(count)]
+
+
+def test_training_stops_on_the_time_budget():
+    model = LayoutRanker(hidden=8, layers=1)
+    result = train(model, hand_made_layout_examples(3), hand_made_layout_examples(1), GNNConfig(layout_epochs=5),
+                   seed=0, device=torch.device("cpu"), progress=False, time_budget_s=1e-9)
+    assert result.stopped == "time budget" and result.steps == 1
+    assert [h["epoch"] for h in result.history] == [0, 1]  # still validated once before stopping
+
+
+def test_training_stops_on_patience_and_keeps_the_best_weights():
+    model = LayoutRanker(hidden=8, layers=1)
+    config = GNNConfig(layout_epochs=10, lr=0.0, eval_every=1, patience=2)  # lr 0: nothing ever improves
+    result = train(model, hand_made_layout_examples(3), hand_made_layout_examples(2), config,
+                   seed=0, device=torch.device("cpu"), progress=False)
+    assert result.stopped == "patience" and result.best_epoch == 0 and len(result.history) == 3
+
+
+def test_without_validation_graphs_the_last_weights_are_kept():
+    model = LayoutRanker(hidden=8, layers=1)
+    result = train(model, hand_made_layout_examples(2), [], GNNConfig(layout_epochs=3),
+                   seed=0, device=torch.device("cpu"), progress=False)
+    assert result.best_score is None and result.best_epoch == 3 and result.steps == 6
+
+
+def test_nothing_to_learn_is_an_error():
+    example = layout_example("flat", layout_graph(), prune=True, compress=False)
+    example.runtime[:] = 5.0  # all runtimes equal: no pair to rank
+    with pytest.raises(ValueError, match="nothing to learn from"):
+        train(LayoutRanker(hidden=8, layers=1), [example], [], GNNConfig(), seed=0, device=torch.device("cpu"),
+              progress=False)

@@ -1,0 +1,243 @@
+"""solutions.runner and ``tpugraphs solve``: end to end on the tiny competition, errors, reproducibility."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from competition.cli import main
+from competition.collections import COLLECTION_BY_NAME, COLLECTION_NAMES
+from competition.graphs import iter_split
+from competition.metrics import kendall_tau_score, tile_slowdown_score
+from competition.predictions import ranking_from_predictions
+from competition.scoring import load_solution, score_submission
+from competition.submission import expected_from_data_dir, validate_submission
+from solutions import method as method_module
+from solutions import runner
+from solutions.commands import parse_params
+from solutions.method import FitOptions, MethodInfo
+from solutions.runner import PeakMemory, SolveError, solve
+
+QUICK_GNN = {"layout_epochs": 1, "tile_epochs": 1, "hidden": 16, "layers": 2, "valid_configs": 16}
+QUIET = FitOptions(progress=False)
+
+
+class OracleMethod:
+    """Predicts the measured runtimes (valid graphs) or the config index (test graphs): checks the wiring."""
+
+    name = "oracle"
+
+    def fit(self, collection, train, valid, options):
+        self.fitted_on = collection.name
+
+    def predict(self, collection, graph):
+        if not graph.config_runtime.any():  # a test graph: no labels
+            return np.arange(graph.num_configs, dtype=np.float64)
+        if collection.is_tile:
+            return graph.normalized_runtime()
+        return graph.config_runtime.astype(np.float64)
+
+    def save(self, path):
+        Path(path).mkdir(parents=True, exist_ok=True)
+        (Path(path) / "oracle.json").write_text("{}")
+
+    @classmethod
+    def load(cls, path):
+        if not (Path(path) / "oracle.json").is_file():
+            raise FileNotFoundError(path)
+        return cls()
+
+
+class BrokenMethod(OracleMethod):
+    name = "broken"
+
+    def predict(self, collection, graph):
+        return np.full(graph.num_configs, np.nan)
+
+
+@pytest.fixture
+def extra_methods(monkeypatch):
+    table = dict(method_module.METHODS)
+    table["oracle"] = MethodInfo("oracle", f"{__name__}:OracleMethod", "test only", False)
+    table["broken"] = MethodInfo("broken", f"{__name__}:BrokenMethod", "test only", False)
+    monkeypatch.setattr(method_module, "METHODS", table)
+
+
+def public(tiny_competition: Path) -> Path:
+    return tiny_competition / "public"
+
+
+# -- the Python API -------------------------------------------------------------------------------
+
+
+def test_validation_scores_are_the_official_metric(tiny_competition, tmp_path, extra_methods):
+    report = solve(public(tiny_competition), "oracle", tmp_path / "sub.csv", options=QUIET)
+    for entry in report.collections:
+        collection = COLLECTION_BY_NAME[entry.collection]
+        expected = []
+        for _, graph in iter_split(public(tiny_competition), collection, "valid"):
+            order = ranking_from_predictions(collection, OracleMethod().predict(collection, graph))
+            expected.append(tile_slowdown_score(order, graph.config_runtime, graph.config_runtime_normalizers)
+                            if collection.is_tile else kendall_tau_score(order, graph.config_runtime))
+        assert entry.validation_score == pytest.approx(np.mean(expected))
+        assert entry.validation_score > 0.99  # knowing the runtimes ranks (almost) perfectly
+    assert report.complete and report.rows == len(expected_from_data_dir(public(tiny_competition)))
+
+
+def test_one_collection_writes_only_its_rows_and_says_so(tiny_competition, tmp_path):
+    out = tmp_path / "tile.csv"
+    report = solve(public(tiny_competition), "gnn", out, collections=["tile:xla"], options=QUIET,
+                   method_params=QUICK_GNN)
+    expected = {k: v for k, v in expected_from_data_dir(public(tiny_competition)).items() if k.startswith("tile:xla:")}
+    assert validate_submission(out, expected).ok
+    assert not report.complete and report.rows == len(expected)
+    assert "not a full Kaggle submission" in report.format_table()
+    entry = report.collections[0]
+    assert entry.collection == "tile:xla" and entry.metric == "tile_slowdown" and entry.fit_seconds > 0
+    assert entry.peak_memory_mb > 0 and entry.model_path == tmp_path / "tile.models" / "tile_xla"
+    assert (entry.model_path / "gnn.pt").is_file()
+
+
+def test_all_collections_give_a_valid_scorable_submission(tiny_competition, tmp_path):
+    out = tmp_path / "gnn.csv"
+    report = solve(public(tiny_competition), "gnn", out, options=QUIET, method_params=QUICK_GNN)
+    assert report.complete and [c.collection for c in report.collections] == list(COLLECTION_NAMES)
+    assert validate_submission(out, expected_from_data_dir(public(tiny_competition))).ok
+    scored = score_submission(out, load_solution(tiny_competition / "private" / "solution.csv"))
+    assert set(scored.collections) == set(COLLECTION_NAMES)
+    as_json = json.loads(json.dumps(report.to_json_dict()))
+    assert as_json["complete"] and len(as_json["collections"]) == 5
+
+
+def test_same_seed_same_file_and_predict_only_reuses_the_models(tiny_competition, tmp_path):
+    collections = ["tile:xla", "layout:nlp:random"]
+    first, second, again = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    options = FitOptions(seed=5, progress=False)
+    solve(public(tiny_competition), "gnn", first, collections=collections, options=options, method_params=QUICK_GNN)
+    solve(public(tiny_competition), "gnn", second, collections=collections, options=options, method_params=QUICK_GNN)
+    assert first.read_bytes() == second.read_bytes()
+    report = solve(public(tiny_competition), "gnn", again, collections=collections, options=options,
+                   model_dir=tmp_path / "a.models", predict_only=True)
+    assert again.read_bytes() == first.read_bytes()
+    assert report.predict_only and all(c.fit_seconds == 0.0 for c in report.collections)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"method": "xgboost"}, "unknown method 'xgboost'; choose one of"),
+    ({"collections": ["layout:xla"]}, "unknown collection 'layout:xla'"),
+    ({"data_dir": "nowhere"}, "nowhere: no such data directory"),
+    ({"predict_only": True}, r"no saved models here \(solve.json is missing\)"),
+    ({"method_params": {"layout_epochs": 0}}, "does not accept the parameter"),
+    ({"method_params": {"nonsense": 1}}, "unknown gnn setting"),
+    ({"options": FitOptions(device="cuda:7", progress=False)}, "cuda"),
+])
+def test_user_errors(tiny_competition, tmp_path, kwargs, message):
+    call = {"data_dir": public(tiny_competition), "method": "gnn", "out": tmp_path / "sub.csv", "options": QUIET,
+            "collections": ["tile:xla"], **kwargs}
+    if "cuda" in message:
+        pytest.importorskip("torch")
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.device_count() > 7:
+            pytest.skip("this machine has a cuda:7")
+    with pytest.raises(SolveError, match=message):
+        solve(call.pop("data_dir"), call.pop("method"), call.pop("out"), **call)
+
+
+def test_a_data_dir_without_the_splits(tmp_path):
+    tile = tmp_path / "npz_all" / "npz" / "tile" / "xla"
+    (tile / "train").mkdir(parents=True)
+    with pytest.raises(SolveError, match=r"no train graphs \(\*.npz\) in this folder"):
+        solve(tmp_path, "random", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
+    (tile / "train" / "kernel.npz").touch()  # only listed, never read: the checks come first
+    with pytest.raises(SolveError, match=r"no tile:xla valid folder here"):
+        solve(tmp_path, "random", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
+
+
+def test_predict_only_checks_the_saved_method(tiny_competition, tmp_path, extra_methods):
+    solve(public(tiny_competition), "oracle", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
+    with pytest.raises(SolveError, match="holds 'oracle' models, not 'random'"):
+        solve(public(tiny_competition), "random", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET,
+              predict_only=True)
+    with pytest.raises(SolveError, match="no saved oracle model for this collection"):
+        solve(public(tiny_competition), "oracle", tmp_path / "sub.csv", collections=["layout:xla:random"],
+              options=QUIET, predict_only=True)
+
+
+def test_non_finite_predictions_are_refused(tiny_competition, tmp_path, extra_methods):
+    with pytest.raises(RuntimeError, match="method 'broken' returned non-finite scores for tile:xla:"):
+        solve(public(tiny_competition), "broken", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
+    assert not (tmp_path / "sub.csv").exists()
+
+
+def test_peak_memory_sees_numpy_allocations():
+    with PeakMemory() as before:
+        pass
+    with PeakMemory() as during:
+        block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched; alive until the last sample on exit
+    del block
+    assert during.peak_mb >= before.peak_mb + 48
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["solve", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, capsys):
+    out, report = tmp_path / "sub.csv", tmp_path / "report.json"
+    code, stdout, _ = run_cli(capsys, "--data", str(public(tiny_competition)), "--out", str(out), "--quiet",
+                              "--collection", "layout:xla:default", "--param", "layout_epochs=1",
+                              "--param", "hidden=16", "--json", str(report))
+    assert code == 0
+    assert "layout:xla:default: validation kendall_tau" in stdout and "not a full Kaggle submission" in stdout
+    assert json.loads(report.read_text())["collections"][0]["collection"] == "layout:xla:default"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--method", "nope"], "unknown method 'nope'"),
+    (["--collection", "tile"], "invalid choice: 'tile'"),
+    (["--predict-only"], "run without --predict-only first"),
+    (["--param", "hidden"], "expected KEY=VALUE"),
+    (["--time-budget", "0"], "--time-budget must be > 0"),
+])
+def test_cli_usage_errors_exit_2_without_traceback(tiny_competition, tmp_path, capsys, argv, message):
+    argv = ["--data", str(public(tiny_competition)), "--out", str(tmp_path / "sub.csv"), "--quiet", *argv]
+    try:
+        code, _, err = run_cli(capsys, *argv)
+    except SystemExit as exc:  # argparse's own errors
+        code, err = exc.code, capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_cli_unreadable_data_exits_1(tiny_competition, tmp_path, capsys):
+    import shutil
+
+    data = tmp_path / "public"
+    shutil.copytree(public(tiny_competition), data)
+    victim = sorted((data / "npz_all" / "npz" / "tile" / "xla" / "valid").glob("*.npz"))[0]
+    victim.write_bytes(b"not an npz")
+    code, _, err = run_cli(capsys, "--data", str(data), "--out", str(tmp_path / "sub.csv"), "--quiet",
+                           "--method", "random", "--collection", "tile:xla")
+    assert code == 1 and victim.name in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("items", "expected"), [
+    ([], {}),
+    (["hidden=64", "loss=listmle", "patience=null", "row_features=false", "lr=1e-3"],
+     {"hidden": 64, "loss": "listmle", "patience": None, "row_features": False, "lr": 0.001}),
+    (["name=a=b"], {"name": "a=b"}),
+])
+def test_parse_params(items, expected):
+    assert parse_params(items) == expected
+
+
+def test_slugs_are_file_name_safe():
+    assert runner.collection_slug(COLLECTION_BY_NAME["layout:nlp:random"]) == "layout_nlp_random"
