@@ -1,18 +1,25 @@
 """Non-learned baselines: the floor every results table starts from.
 
-- ``sample``: the competition's ``sample_submission.csv`` ranking (config order as stored).
-- ``random``: a seeded random ranking of every graph's configs.
+- ``sample_rows``: the competition's ``sample_submission.csv`` ranking (config order as stored).
+- ``random_rows``: a seeded random ranking of every test graph's configs, straight to submission rows.
+- ``RandomMethod``: the same idea as a ``RankingMethod`` (``tpugraphs solve --method random``), seeded
+  per graph so its predictions do not depend on the order graphs are predicted in.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
 
 from competition.collections import COLLECTIONS, Collection, parse_row_id
-from competition.graphs import list_split, read_config_count
+from competition.graphs import Graph, list_split, read_config_count
 from competition.predictions import ranking_from_predictions
+from solutions.method import FitOptions, SplitSource
+
+RANDOM_FILE = "random.json"
 
 
 def _test_graphs(data_dir: str | Path, collections: tuple[Collection, ...]) -> list[tuple[str, int]]:
@@ -43,3 +50,52 @@ def random_rows(
         collection, _ = parse_row_id(row_id)
         rows[row_id] = ranking_from_predictions(collection, rng.random(n))
     return rows
+
+
+def graph_fingerprint(graph: Graph) -> int:
+    """A 64-bit digest of a graph's structure and config count: the same file always gives the same value.
+
+    Hashes ``node_opcode``, ``edge_index``, ``node_feat`` and the config count (not the configs: a
+    100k-config layout tensor is 872 MB and the structure already tells graphs apart).
+    """
+    digest = hashlib.blake2b(digest_size=8)
+    for array in (graph.node_opcode, graph.edge_index, graph.node_feat):
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.tobytes())
+    digest.update(str(graph.num_configs).encode())
+    return int.from_bytes(digest.digest(), "little")
+
+
+class RandomMethod:
+    """A seeded random score per config: the floor of every results table.
+
+    Each graph gets its own generator, seeded from ``(seed, graph_fingerprint(graph))``, so a graph's
+    predictions depend only on the seed and the graph itself, not on which graphs were predicted before.
+    """
+
+    name = "random"
+    learned = False
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = int(seed)
+
+    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+        """Nothing to learn; adopts ``options.seed`` so a run's seed decides the ranking."""
+        self.seed = int(options.seed)
+
+    def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
+        """(c,) float64 uniform scores in [0, 1), lower = faster."""
+        rng = np.random.default_rng([self.seed & 0xFFFFFFFFFFFFFFFF, graph_fingerprint(graph)])
+        return rng.random(graph.num_configs)
+
+    def save(self, path: Path) -> None:
+        """Write ``path/random.json`` holding the seed (``path`` is a directory, created if needed)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / RANDOM_FILE).write_text(json.dumps({"method": self.name, "seed": self.seed}) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> RandomMethod:
+        data = json.loads((Path(path) / RANDOM_FILE).read_text())
+        return cls(seed=data["seed"])

@@ -1,0 +1,9 @@
+"""The gradient-boosted ranker: LightGBM lambdarank on engineered graph and config features.
+
+``features`` computes the feature matrix (numpy only; the heuristic shares its geometry), ``model``
+trains and applies the ranker (imports lightgbm when it trains or loads).
+"""
+
+from solutions.gbdt.model import GBDTRanker, GBDTSettings
+
+__all__ = ["GBDTRanker", "GBDTSettings"]

@@ -1,0 +1,176 @@
+"""The non-learned methods: RandomMethod (seeded per graph) and HeuristicMethod (TPU rule of thumb)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from competition.collections import COLLECTION_BY_NAME, COLLECTIONS
+from competition.graphs import LayoutGraph, TileGraph, iter_split
+from competition.hlo import NODE_FEATURE_INDEX, OPCODE_IDS
+from solutions.baselines import RandomMethod, graph_fingerprint, random_rows, sample_rows
+from solutions.heuristics import HeuristicMethod, layout_cost, tile_cost
+from solutions.method import FitOptions, RankingMethod, SplitSource
+
+TILE = COLLECTION_BY_NAME["tile:xla"]
+LAYOUT = COLLECTION_BY_NAME["layout:xla:random"]
+SHAPE = [NODE_FEATURE_INDEX[f"shape_dimensions_{i}"] for i in range(6)]
+PRODUCT = NODE_FEATURE_INDEX["shape_dimensions_product"]
+MINOR_TO_MAJOR = [NODE_FEATURE_INDEX[f"layout_minor_to_major_{i}"] for i in range(6)]
+F32 = NODE_FEATURE_INDEX["shape_element_type_is_f32"]
+IS_ROOT = NODE_FEATURE_INDEX["is_root"]
+
+
+def _node_feat(shapes: list[list[int]]) -> np.ndarray:
+    """(n, 140) features: f32 tensors of the given shapes in the default (descending) layout."""
+    feat = np.zeros((len(shapes), 140), np.float32)
+    for i, shape in enumerate(shapes):
+        feat[i, SHAPE[: len(shape)]] = shape
+        feat[i, PRODUCT] = np.prod(shape)
+        feat[i, MINOR_TO_MAJOR[: len(shape)]] = list(range(len(shape) - 1, -1, -1))
+        feat[i, F32] = 1
+    feat[-1, IS_ROOT] = 1
+    return feat
+
+
+def tile_graph(output_bounds: list[list[int]], shape=(256, 512)) -> TileGraph:
+    """A parameter -> exponential kernel with output ``shape``; one config per output tile bound row."""
+    c = len(output_bounds)
+    config = np.zeros((c, 24), np.float32)
+    for i, bounds in enumerate(output_bounds):
+        config[i, 8 : 8 + len(bounds)] = bounds
+        config[i, 14], config[i, 15] = sum(bounds), np.prod(bounds)
+    return TileGraph(
+        node_feat=_node_feat([list(shape), list(shape)]),
+        node_opcode=np.array([OPCODE_IDS["parameter"], OPCODE_IDS["exponential"]], np.uint8),
+        edge_index=np.array([[1, 0]], np.int64),
+        config_runtime=np.arange(1, c + 1, dtype=np.int64) * 100,
+        config_feat=config,
+        config_runtime_normalizers=np.full(c, 100, np.int64),
+    )
+
+
+def layout_graph(configs: np.ndarray) -> LayoutGraph:
+    """param (384, 3) -> dot* (384, 512) <- param (3, 512); dot* -> negate -> tuple. ``configs``: (c, 1, 18)."""
+    c = configs.shape[0]
+    return LayoutGraph(
+        node_feat=_node_feat([[384, 3], [3, 512], [384, 512], [384, 512], [384, 512]]),
+        node_opcode=np.array([OPCODE_IDS[o] for o in ("parameter", "parameter", "dot", "negate", "tuple")], np.uint8),
+        edge_index=np.array([[2, 0], [2, 1], [3, 2], [4, 3]], np.int64),
+        config_runtime=np.arange(1, c + 1, dtype=np.int64),
+        node_config_feat=configs.astype(np.float32),
+        node_config_ids=np.array([2], np.int64),
+        node_splits=np.array([[0]], np.int64),
+    )
+
+
+def _layout_row(output: list[int], operand: list[int], kernel: list[int]) -> list[int]:
+    return [*output, -1, -1, -1, -1, *operand, -1, -1, -1, -1, *kernel, -1, -1, -1, -1]
+
+
+# --------------------------------------------------------------------------------------------------
+# RandomMethod
+
+
+def test_methods_satisfy_the_protocol():
+    assert isinstance(RandomMethod(), RankingMethod)
+    assert isinstance(HeuristicMethod(), RankingMethod)
+
+
+def test_random_is_deterministic_per_seed_and_graph():
+    graph = tile_graph([[8, 128]] * 50)
+    first = RandomMethod(seed=3).predict(TILE, graph)
+    assert first.shape == (50,) and np.isfinite(first).all()
+    np.testing.assert_array_equal(first, RandomMethod(seed=3).predict(TILE, graph))
+    assert not np.array_equal(first, RandomMethod(seed=4).predict(TILE, graph))
+
+
+def test_random_does_not_depend_on_prediction_order():
+    a, b = tile_graph([[8, 128]] * 20), tile_graph([[8, 128]] * 20, shape=(64, 128))
+    method = RandomMethod(seed=1)
+    a_first, b_second = method.predict(TILE, a), method.predict(TILE, b)
+    other = RandomMethod(seed=1)
+    b_first, a_second = other.predict(TILE, b), other.predict(TILE, a)
+    np.testing.assert_array_equal(a_first, a_second)
+    np.testing.assert_array_equal(b_first, b_second)
+    assert graph_fingerprint(a) != graph_fingerprint(b)
+
+
+def test_random_fit_takes_the_seed_and_save_load_round_trips(tmp_path: Path):
+    method = RandomMethod()
+    method.fit(TILE, None, None, FitOptions(seed=7))  # type: ignore[arg-type]  (nothing is read)
+    method.save(tmp_path / "model")
+    loaded = RandomMethod.load(tmp_path / "model")
+    assert loaded.seed == 7
+    graph = layout_graph(np.full((5, 1, 18), -1))
+    np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), method.predict(LAYOUT, graph))
+
+
+def test_random_handles_a_graph_without_configs():
+    assert RandomMethod().predict(TILE, tile_graph([])).shape == (0,)
+
+
+def test_row_helpers_still_work_for_the_demo(tiny_competition: Path):
+    public = tiny_competition / "public"
+    sample, random = sample_rows(public), random_rows(public, seed=0)
+    assert sample.keys() == random.keys() and sample
+    for row_id, row in random.items():
+        assert len(row) == len(set(row.tolist())) == len(sample[row_id])
+        if not row_id.startswith("tile:"):  # a layout row is a full permutation
+            assert sorted(row.tolist()) == sorted(sample[row_id].tolist())
+
+
+# --------------------------------------------------------------------------------------------------
+# HeuristicMethod
+
+
+def test_tile_rule_prefers_large_dividing_lane_aligned_tiles():
+    cost = tile_cost(tile_graph([[8, 128], [64, 512], [100, 300], [3, 5], [256, 512]]))
+    # a big tile that divides (256, 512) beats a ragged one, and both beat tiny or lane-padded tiles
+    assert cost[1] < cost[2] < cost[0] < cost[3]
+    assert cost[4] <= cost[1]
+
+
+def test_tile_rule_penalises_tiles_that_overflow_on_chip_memory():
+    small, huge = tile_graph([[256, 512]], shape=(256, 512)), tile_graph([[4096, 4096]], shape=(4096, 4096))
+    per_element = tile_cost(huge)[0] / (4096 * 4096), tile_cost(small)[0] / (256 * 512)
+    assert per_element[0] > per_element[1]
+
+
+def test_layout_rule_prefers_wide_minor_dims_and_agreeing_layouts():
+    configs = np.array([
+        [_layout_row([1, 0], [1, 0], [1, 0])],  # default layouts everywhere: minor dims 512 / 3 / 512
+        [_layout_row([0, 1], [1, 0], [1, 0])],  # output minor dim 384 (3 x 128): fine, but a relayout copy
+        [_layout_row([1, 0], [0, 1], [0, 1])],  # operands disagree with their producers
+    ])
+    cost = layout_cost(layout_graph(configs))
+    assert cost[0] < cost[1] and cost[0] < cost[2]
+
+
+def test_layout_rule_ignores_unset_vectors():
+    configs = np.array([[_layout_row([1, 0], [1, 0], [1, 0])], [[-1] * 18]])
+    cost = layout_cost(layout_graph(configs))
+    assert np.isfinite(cost).all() and cost[1] <= cost[0]
+
+
+@pytest.mark.parametrize("collection", COLLECTIONS, ids=lambda c: c.name)
+def test_heuristic_predicts_finite_scores_on_the_tiny_competition(tiny_competition: Path, collection):
+    method = HeuristicMethod()
+    source = SplitSource(tiny_competition / "public", collection, "train")
+    method.fit(collection, source, source, FitOptions())
+    for split in ("valid", "test"):
+        for _, graph in iter_split(tiny_competition / "public", collection, split):
+            predicted = method.predict(collection, graph)
+            assert predicted.shape == (graph.num_configs,) and np.isfinite(predicted).all()
+
+
+def test_heuristic_save_load(tmp_path: Path):
+    HeuristicMethod().save(tmp_path)
+    graph = tile_graph([[8, 128], [64, 512]])
+    np.testing.assert_array_equal(HeuristicMethod.load(tmp_path).predict(TILE, graph),
+                                  HeuristicMethod().predict(TILE, graph))
+    (tmp_path / "heuristic.json").write_text('{"rule_version": 0}')
+    with pytest.raises(ValueError, match="rule version 0"):
+        HeuristicMethod.load(tmp_path)

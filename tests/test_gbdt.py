@@ -1,0 +1,354 @@
+"""The gradient-boosted ranker: features (shapes, names, finiteness), labels, the official-metric
+early stopping, learning an obvious signal, determinism and save/load."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, Collection
+from competition.graphs import LayoutGraph, TileGraph, iter_split, save_graph
+from competition.hlo import NODE_FEATURE_INDEX, OPCODE_IDS
+from competition.metrics import kendall_tau_score, tile_slowdown_score
+from competition.predictions import ranking_from_predictions
+from solutions.baselines import RandomMethod
+from solutions.gbdt import GBDTRanker, GBDTSettings
+from solutions.gbdt.features import (
+    FeatureSettings,
+    config_features,
+    feature_names,
+    graph_feature_names,
+    layout_feature_names,
+    tile_feature_names,
+)
+from solutions.gbdt.model import _best_round, _official_metric, _Queries, relevance_labels
+from solutions.heuristics import HeuristicMethod
+from solutions.method import FitOptions, RankingMethod, SplitSource
+
+TILE = COLLECTION_BY_NAME["tile:xla"]
+LAYOUT = COLLECTION_BY_NAME["layout:xla:random"]
+SHAPE = [NODE_FEATURE_INDEX[f"shape_dimensions_{i}"] for i in range(6)]
+PRODUCT = NODE_FEATURE_INDEX["shape_dimensions_product"]
+MINOR_TO_MAJOR = [NODE_FEATURE_INDEX[f"layout_minor_to_major_{i}"] for i in range(6)]
+IS_ROOT = NODE_FEATURE_INDEX["is_root"]
+# Small and quick: the tests check behaviour, not the tuned defaults.
+FAST = {"num_boost_round": 40, "min_boost_round": 10, "early_stopping_rounds": 10, "num_threads": 1}
+
+
+def _node_feat(shapes: list[list[int]]) -> np.ndarray:
+    feat = np.zeros((len(shapes), 140), np.float32)
+    for i, shape in enumerate(shapes):
+        feat[i, SHAPE[: len(shape)]] = shape
+        feat[i, PRODUCT] = np.prod(shape)
+        feat[i, MINOR_TO_MAJOR[: len(shape)]] = list(range(len(shape) - 1, -1, -1))
+    feat[-1, IS_ROOT] = 1
+    return feat
+
+
+def make_tile_graph(rng: np.random.Generator, c: int, *, labelled: bool = True) -> TileGraph:
+    """A two-node kernel whose runtime falls with the output tile's size: the signal is obvious."""
+    shape = [int(rng.choice([64, 128, 256])), int(rng.choice([128, 256, 512]))]
+    bounds = np.stack([rng.choice([1, 2, 4, 8, 16, 32, 64], size=c), rng.choice([8, 32, 64, 128], size=c)], 1)
+    config = np.zeros((c, 24), np.float32)
+    config[:, 8:10] = bounds
+    config[:, 14], config[:, 15] = bounds.sum(1), bounds.prod(1)
+    runtime = (1e7 / bounds.prod(1) * rng.uniform(0.98, 1.02, size=c)).astype(np.int64) + 1
+    return TileGraph(
+        node_feat=_node_feat([shape, shape]),
+        node_opcode=np.array([OPCODE_IDS["parameter"], OPCODE_IDS["exponential"]], np.uint8),
+        edge_index=np.array([[1, 0]], np.int64),
+        config_runtime=runtime if labelled else np.zeros(c, np.int64),
+        config_feat=config,
+        config_runtime_normalizers=np.full(c, int(runtime.max(initial=1)), np.int64),
+    )
+
+
+def make_layout_graph(rng: np.random.Generator, c: int, nc: int = 4) -> LayoutGraph:
+    """A chain of ``nc`` configurable 2-D nodes; runtime = number of nodes whose output minor dim is 0."""
+    n = nc + 2  # parameter, nc configurable nodes, tuple
+    shapes = [[int(rng.choice([64, 256])), int(rng.choice([128, 512]))] for _ in range(n)]
+    opcodes = [OPCODE_IDS["parameter"]] + [OPCODE_IDS[rng.choice(["dot", "reshape"])] for _ in range(nc)]
+    opcodes.append(OPCODE_IDS["tuple"])
+    edges = np.array([[i + 1, i] for i in range(n - 1)], np.int64)
+    feat = np.full((c, nc, 18), -1, np.float32)
+    minor = rng.integers(0, 2, size=(c, nc))
+    feat[:, :, 0], feat[:, :, 1] = minor, 1 - minor  # output layout [1, 0] or [0, 1]
+    feat[:, :, 6], feat[:, :, 7] = 1, 0  # input layout [1, 0]
+    slow = (minor == 0).sum(1)
+    runtime = (1000 + 100 * slow + rng.integers(0, 10, size=c)).astype(np.int64)
+    return LayoutGraph(
+        node_feat=_node_feat(shapes), node_opcode=np.array(opcodes, np.uint8), edge_index=edges,
+        config_runtime=runtime, node_config_feat=feat, node_config_ids=np.arange(1, nc + 1, dtype=np.int64),
+        node_splits=np.array([[0]], np.int64),
+    )
+
+
+def write_split(data_dir: Path, collection: Collection, split: str, graphs: list) -> SplitSource:
+    for i, graph in enumerate(graphs):
+        save_graph(graph, collection.split_dir(data_dir, split) / f"g{i:03d}.npz")
+    return SplitSource(data_dir, collection, split)
+
+
+@pytest.fixture(scope="module")
+def signal_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Tile and layout graphs whose runtime is an obvious function of one config feature."""
+    data_dir = tmp_path_factory.mktemp("gbdt_signal")
+    rng = np.random.default_rng(0)
+    for split, count in (("train", 24), ("valid", 6), ("test", 6)):
+        write_split(data_dir, TILE, split, [make_tile_graph(rng, int(rng.integers(20, 60))) for _ in range(count)])
+        write_split(data_dir, LAYOUT, split, [make_layout_graph(rng, int(rng.integers(30, 80))) for _ in range(count)])
+    return data_dir
+
+
+def _fit(data_dir: Path, collection: Collection, seed: int = 0, **settings) -> GBDTRanker:
+    ranker = GBDTRanker(replace(GBDTSettings.for_task(collection.task), **{**FAST, **settings}))
+    ranker.fit(collection, SplitSource(data_dir, collection, "train"), SplitSource(data_dir, collection, "valid"),
+               FitOptions(seed=seed, progress=False))
+    return ranker
+
+
+def _mean_score(method, collection: Collection, data_dir: Path, split: str = "test") -> float:
+    scores = []
+    for _, graph in iter_split(data_dir, collection, split):
+        order = ranking_from_predictions(collection, method.predict(collection, graph))
+        if collection.is_tile:
+            scores.append(tile_slowdown_score(order, graph.config_runtime, graph.config_runtime_normalizers))
+        else:
+            scores.append(kendall_tau_score(order, graph.config_runtime))
+    return float(np.mean(scores))
+
+
+# --------------------------------------------------------------------------------------------------
+# Features
+
+
+@pytest.mark.parametrize("task", ["tile", "layout"])
+@pytest.mark.parametrize("center", [True, False])
+def test_feature_matrix_shape_matches_the_names(task: str, center: bool):
+    rng = np.random.default_rng(1)
+    graph = make_tile_graph(rng, 7) if task == "tile" else make_layout_graph(rng, 7)
+    settings = FeatureSettings(task=task, center_per_graph=center)
+    names = feature_names(settings)
+    config_names = tile_feature_names() if task == "tile" else layout_feature_names()
+    assert len(names) == len(set(names)) == len(graph_feature_names(task)) + len(config_names) * (2 if center else 1)
+    features = config_features(graph, settings)
+    assert features.shape == (7, len(names)) and features.dtype == np.float32
+    assert np.isfinite(features).all()
+    subset = config_features(graph, settings, configs=np.array([4, 1]))
+    assert subset.shape == (2, len(names))
+    if not center:  # without centring a config's row does not depend on the others
+        np.testing.assert_array_equal(subset, features[[4, 1]])
+
+
+@pytest.mark.parametrize("value", [1e8, 3e12, 1e30, -9.2e18, np.inf, np.nan])
+def test_features_stay_finite_on_huge_or_broken_node_features(value: float):
+    rng = np.random.default_rng(2)
+    for graph, task in ((make_tile_graph(rng, 5), "tile"), (make_layout_graph(rng, 5), "layout")):
+        graph.node_feat[:, PRODUCT] = value  # products reach 1e8+ and wrap negative as int64
+        graph.node_feat[:, SHAPE[0]] = value
+        features = config_features(graph, FeatureSettings(task=task))
+        assert np.isfinite(features).all()
+
+
+def test_features_of_huge_tile_bounds_are_finite():
+    graph = make_tile_graph(np.random.default_rng(3), 4)
+    graph.config_feat[:] = 1e12
+    assert np.isfinite(config_features(graph, FeatureSettings(task="tile"))).all()
+
+
+def test_features_of_graphs_without_configs_or_configurable_nodes():
+    rng = np.random.default_rng(4)
+    empty_tile = make_tile_graph(rng, 0)
+    assert config_features(empty_tile, FeatureSettings(task="tile")).shape == (0, len(feature_names(FeatureSettings("tile"))))
+    layout = make_layout_graph(rng, 3)
+    layout.node_config_feat = np.zeros((3, 0, 18), np.float32)
+    layout.node_config_ids = np.zeros(0, np.int64)
+    features = config_features(layout, FeatureSettings(task="layout"))
+    assert features.shape == (3, len(feature_names(FeatureSettings("layout")))) and np.isfinite(features).all()
+    assert HeuristicMethod().predict(LAYOUT, layout).tolist() == [0.0, 0.0, 0.0]  # nothing to configure
+    assert HeuristicMethod().predict(TILE, empty_tile).shape == (0,)
+
+
+def test_feature_task_must_match_the_graph():
+    with pytest.raises(ValueError, match="a tile graph given to layout features"):
+        config_features(make_tile_graph(np.random.default_rng(5), 3), FeatureSettings(task="layout"))
+
+
+def test_feature_settings_refuse_another_version():
+    with pytest.raises(ValueError, match="retrain"):
+        FeatureSettings.from_json({"task": "tile", "center_per_graph": True, "version": -1})
+
+
+# --------------------------------------------------------------------------------------------------
+# Labels and the early-stopping metric
+
+
+def test_relevance_labels_rank_fastest_highest():
+    assert relevance_labels(np.array([30, 10, 20, 10]), 4).tolist() == [0, 3, 1, 3]
+    labels = relevance_labels(np.arange(1000, 0, -1), 30)
+    assert labels.min() == 0 and labels.max() == 29 and (np.diff(labels) >= 0).all()
+    assert relevance_labels(np.array([5.0]), 30).tolist() == [0]
+    assert relevance_labels(np.zeros(0), 30).shape == (0,)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.int64, st.integers(1, 60), elements=st.integers(1, 20)), st.integers(2, 31))
+def test_relevance_labels_are_monotone_in_runtime(runtime: np.ndarray, levels: int):
+    labels = relevance_labels(runtime, levels)
+    order = np.argsort(runtime, kind="stable")
+    assert (np.diff(labels[order]) <= 0).all()  # slower never gets a higher label
+    assert labels.min() >= 0 and labels.max() < levels
+    assert labels[np.argmin(runtime)] == min(levels, runtime.shape[0]) - 1  # the fastest gets the top label
+    same = runtime[:, None] == runtime[None, :]
+    assert (labels[:, None] == labels[None, :])[same].all()  # ties share a label
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_features_and_heuristic_are_finite_for_any_node_features(data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    graph = make_tile_graph(rng, 4) if data.draw(st.booleans()) else make_layout_graph(rng, 4)
+    values = st.floats(allow_nan=True, allow_infinity=True, width=32)
+    graph.node_feat = data.draw(arrays(np.float32, graph.node_feat.shape, elements=values))
+    task = "tile" if isinstance(graph, TileGraph) else "layout"
+    assert np.isfinite(config_features(graph, FeatureSettings(task=task))).all()
+    collection = TILE if task == "tile" else LAYOUT
+    assert np.isfinite(HeuristicMethod().predict(collection, graph)).all()  # shares the geometry
+
+
+def test_best_round_ignores_rounds_before_the_minimum():
+    assert _best_round([0.9, 0.1, 0.3, 0.2], 2) == 3
+    assert _best_round([0.9, 0.1, 0.3, 0.2], 1) == 1
+    assert _best_round([0.5, 0.6], 10) == 2  # fewer rounds than the minimum: the last one
+
+
+@pytest.mark.parametrize("collection", [TILE, LAYOUT], ids=lambda c: c.name)
+def test_early_stopping_metric_is_the_official_metric(collection: Collection):
+    """The vectorised feval agrees with the per-graph reference functions (ties included)."""
+    rng = np.random.default_rng(6)
+    rows, scores, per_graph = _Queries(), [], []
+    for n in (2, 7, 30, 1):
+        runtime = rng.integers(1, 6, size=n) * 100  # many ties
+        normalizer = rng.integers(90, 110, size=n) if collection.is_tile else np.ones(n, np.int64)
+        score = rng.integers(0, 4, size=n).astype(np.float64)  # ties in the model's scores too
+        rows.features.append(np.zeros((n, 1), np.float32))
+        rows.labels.append(np.zeros(n))
+        rows.runtimes.append(runtime)
+        rows.normalizers.append(normalizer)
+        scores.append(score)
+        order = ranking_from_predictions(collection, -score)  # the model scores high = fast
+        if collection.is_tile:
+            per_graph.append(tile_slowdown_score(order, runtime, normalizer))
+        else:
+            per_graph.append(kendall_tau_score(order, runtime))
+    name, value, higher_is_better = _official_metric(collection, rows)(np.concatenate(scores), None)
+    assert higher_is_better and name == ("tile_slowdown" if collection.is_tile else "kendall_tau")
+    assert value == pytest.approx(np.mean(per_graph))
+
+
+# --------------------------------------------------------------------------------------------------
+# The ranker
+
+
+def test_ranker_satisfies_the_protocol():
+    assert isinstance(GBDTRanker(), RankingMethod)
+
+
+def test_constructor_overrides_are_checked_and_applied(signal_data: Path):
+    with pytest.raises(TypeError, match="unknown gbdt setting.*num_rounds"):
+        GBDTRanker(num_rounds=3)
+    with pytest.raises(ValueError, match="objective must be one of"):
+        GBDTRanker(objective="pairwise")
+    with pytest.raises(ValueError, match="label_levels must be in 2..31"):
+        GBDTRanker(linear_gain=False, label_levels=40)
+    ranker = GBDTRanker(**{**FAST, "num_boost_round": 12, "min_boost_round": 12})
+    ranker.fit(TILE, SplitSource(signal_data, TILE, "train"), SplitSource(signal_data, TILE, "valid"),
+               FitOptions(progress=False))
+    assert ranker.settings.num_boost_round == 12 and ranker.settings.ndcg_at == 5  # tile defaults kept
+    assert ranker.best_iteration == 12
+
+
+@pytest.mark.parametrize("collection", [TILE, LAYOUT], ids=lambda c: c.name)
+def test_ranker_learns_an_obvious_signal_and_beats_random(signal_data: Path, collection: Collection):
+    ranker = _fit(signal_data, collection)
+    learned = _mean_score(ranker, collection, signal_data)
+    floor = np.mean([_mean_score(RandomMethod(seed), collection, signal_data) for seed in range(3)])
+    if collection.is_tile:
+        assert learned > floor and learned > 0.97
+    else:
+        assert learned > floor + 0.5 and learned > 0.6  # within-count ties cap tau near 0.73
+    assert ranker.best_iteration is not None and ranker.best_iteration >= 1
+    assert len(ranker.history["valid"]) == 1  # the official metric was tracked on the valid split
+
+
+def test_same_seed_same_predictions_and_save_load_round_trip(signal_data: Path, tmp_path: Path):
+    first, second = _fit(signal_data, LAYOUT, seed=3), _fit(signal_data, LAYOUT, seed=3)
+    _, graph = next(iter_split(signal_data, LAYOUT, "test"))
+    predicted = first.predict(LAYOUT, graph)
+    assert predicted.shape == (graph.num_configs,) and np.isfinite(predicted).all()
+    np.testing.assert_array_equal(predicted, second.predict(LAYOUT, graph))
+    first.save(tmp_path / "gbdt")
+    assert {p.name for p in (tmp_path / "gbdt").iterdir()} == {"model.txt", "settings.json"}
+    loaded = GBDTRanker.load(tmp_path / "gbdt")
+    np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), predicted)
+    assert loaded.best_iteration == first.best_iteration
+
+
+def test_duplicate_configs_get_the_same_prediction(signal_data: Path):
+    ranker = _fit(signal_data, TILE)
+    graph = make_tile_graph(np.random.default_rng(7), 10, labelled=False)  # test files carry no runtimes
+    for key in ("config_feat",):
+        setattr(graph, key, np.concatenate([getattr(graph, key), getattr(graph, key)[:3]]))
+    graph.config_runtime = np.zeros(13, np.int64)
+    graph.config_runtime_normalizers = np.zeros(13, np.int64)
+    predicted = ranker.predict(TILE, graph)
+    assert predicted.shape == (13,)
+    np.testing.assert_array_equal(predicted[10:], predicted[:3])
+
+
+def test_predict_refuses_misuse(signal_data: Path):
+    with pytest.raises(RuntimeError, match="before fit or load"):
+        GBDTRanker().predict(TILE, make_tile_graph(np.random.default_rng(8), 3))
+    ranker = _fit(signal_data, TILE)
+    with pytest.raises(ValueError, match="trained on tile:xla, not layout:xla:random"):
+        ranker.predict(LAYOUT, make_layout_graph(np.random.default_rng(8), 3))
+
+
+def test_load_refuses_features_this_code_does_not_compute(signal_data: Path, tmp_path: Path):
+    _fit(signal_data, TILE).save(tmp_path)
+    settings = (tmp_path / "settings.json").read_text().replace('"graph_log_nodes"', '"graph_log_nodes_old"', 1)
+    (tmp_path / "settings.json").write_text(settings)
+    with pytest.raises(ValueError, match="feature names differ"):
+        GBDTRanker.load(tmp_path)
+
+
+@pytest.mark.parametrize("objective", ["rank_xendcg", "regression"])
+def test_other_objectives_train_and_predict(signal_data: Path, objective: str):
+    ranker = _fit(signal_data, LAYOUT, objective=objective)
+    assert _mean_score(ranker, LAYOUT, signal_data) > 0.5
+
+
+def test_fit_without_valid_graphs_uses_every_round(signal_data: Path, tmp_path: Path):
+    empty_valid = tmp_path / "npz_all" / "npz" / "tile" / "xla" / "valid"
+    empty_valid.mkdir(parents=True)
+    ranker = GBDTRanker(replace(GBDTSettings.for_task("tile"), **FAST))
+    ranker.fit(TILE, SplitSource(signal_data, TILE, "train"), SplitSource(tmp_path, TILE, "valid"),
+               FitOptions(progress=False))
+    assert ranker.best_iteration == FAST["num_boost_round"]
+
+
+@pytest.mark.parametrize("collection", COLLECTIONS, ids=lambda c: c.name)
+def test_ranker_on_the_tiny_competition(tiny_competition: Path, collection: Collection):
+    """Hand-made graphs are regular; the embedded competition has real-looking ones (all opcodes, big shapes)."""
+    public = tiny_competition / "public"
+    ranker = _fit(public, collection)
+    for split in ("valid", "test"):
+        for _, graph in iter_split(public, collection, split):
+            predicted = ranker.predict(collection, graph)
+            assert predicted.shape == (graph.num_configs,) and np.isfinite(predicted).all()
