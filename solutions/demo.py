@@ -1,8 +1,13 @@
 """``make demo``: the whole competition loop on the small embedded competition.
 
-Builds the embedded competition (once; reused when present), writes the baseline submissions,
-validates each with the validator, scores it against the hidden labels with the official metric and
-prints the table. Every step is the same code a user runs through ``tpugraphs``.
+1. builds the embedded competition once (``tpugraphs synth``; reused when present);
+2. runs every reference method with ``solutions.runner.solve`` (``tpugraphs solve``): trains on the
+   train split, selects and reports on the valid split with the official metric, predicts the test
+   split, writes and validates the submission;
+3. scores each submission against the hidden labels (``tpugraphs score``) and prints, per method and
+   collection, the validation and the test score, with time and peak memory.
+
+Every step is the code a user runs through ``tpugraphs``.
 """
 
 from __future__ import annotations
@@ -12,54 +17,70 @@ import sys
 import time
 from pathlib import Path
 
-from competition.predictions import write_submission
-from competition.scoring import SubmissionInvalid, format_report, load_solution, score_submission
-from competition.submission import expected_from_data_dir, format_problems, validate_submission
+from competition.collections import COLLECTIONS
+from competition.scoring import ScoreReport, load_solution, score_submission
 from competition.synth import generate_competition
-from solutions import baselines
+from solutions.method import FitOptions
+from solutions.runner import SolveError, SolveReport, solve
 
-METHODS = {
-    "sample": lambda data: baselines.sample_rows(data),
-    "random": lambda data: baselines.random_rows(data, seed=0),
-}
+DEFAULT_METHODS = ("random", "heuristic", "gbdt", "gnn")
+SHORT = {"tile:xla": "tile", "layout:xla:default": "xla:def", "layout:xla:random": "xla:rnd",
+         "layout:nlp:default": "nlp:def", "layout:nlp:random": "nlp:rnd"}
+
+
+def results_table(results: dict[str, tuple[SolveReport, ScoreReport]]) -> str:
+    """Methods side by side: validation / hidden-test score per collection, final, time, peak memory."""
+    names = [c.name for c in COLLECTIONS]
+    head = f"{'method':<10} " + " ".join(f"{SHORT[n]:>13}" for n in names)
+    head += f" {'final':>13} {'time s':>7} {'peak MB':>8}"
+    lines = [head, f"{'':<10} " + " ".join(f"{'valid / test':>13}" for _ in range(len(names) + 1)), "-" * len(head)]
+    for method, (solved, scored) in results.items():
+        valid = {c.collection: c.validation_score for c in solved.collections}
+        cells = [f"{valid[n]:>6.3f} /{scored.collections.get(n, float('nan')):>6.3f}" for n in names]
+        final = f"{solved.validation_score:>6.3f} /{scored.score:>6.3f}"
+        peak = max(c.peak_memory_mb for c in solved.collections)
+        lines.append(f"{method:<10} " + " ".join(cells) + f" {final} {solved.seconds:>7.0f} {peak:>8.0f}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m solutions.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m solutions.demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="data/demo", help="where the competition and submissions go")
     parser.add_argument("--scale", default="small", choices=("tiny", "small"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), metavar="METHOD",
+                        help=f"methods to run (default: {' '.join(DEFAULT_METHODS)})")
     args = parser.parse_args(argv)
 
+    started = time.perf_counter()
     out = Path(args.out)
     public, solution_path = out / "public", out / "private" / "solution.csv"
     if not solution_path.is_file():
-        started = time.perf_counter()
-        print(f"[1/3] building the {args.scale} embedded competition in {out} (seed {args.seed}) ...")
-        generate_competition(out, scale=args.scale, seed=args.seed, progress=True)
-        print(f"      done in {time.perf_counter() - started:.1f} s")
+        print(f"== building the {args.scale} embedded competition in {out} (seed {args.seed})")
+        summary = generate_competition(out, scale=args.scale, seed=args.seed, progress=True, overwrite=True)
+        print(f"   done in {summary.seconds:.0f} s")
     else:
-        print(f"[1/3] reusing the embedded competition in {out} (delete it to rebuild)")
-
-    expected = expected_from_data_dir(public)
+        print(f"== reusing the embedded competition in {out} (delete the folder to rebuild)")
     solution = load_solution(solution_path)
-    results = {}
-    for step, (name, make_rows) in enumerate(METHODS.items(), start=2):
-        print(f"[{step}/3] {name}: writing, validating and scoring the submission")
-        sub_path = write_submission(out / "submissions" / f"{name}.csv", make_rows(public))
-        checked = validate_submission(sub_path, expected)
-        if not checked.ok:
-            print(format_problems(checked, source_name=str(sub_path)), file=sys.stderr)
-            return 1
+
+    results: dict[str, tuple[SolveReport, ScoreReport]] = {}
+    for method in args.methods:
+        print(f"\n== {method}: train, validate, predict, write and validate the submission")
         try:
-            results[name] = score_submission(sub_path, solution)
-        except SubmissionInvalid as exc:
-            print(str(exc), file=sys.stderr)
-            return 1
-        print(f"      {sub_path}: valid, {len(checked.rows)} rows")
-    for name, report in results.items():
-        print(f"\n== {name} (test score against the hidden labels)\n{format_report(report)}")
-    return 0
+            solved = solve(public, method, out / "submissions" / f"{method}.csv",
+                           options=FitOptions(seed=args.seed, progress=sys.stderr.isatty()), log=print)
+        except SolveError as exc:
+            print(f"   {method} skipped: {exc}", file=sys.stderr)
+            continue
+        print(solved.format_table())
+        results[method] = (solved, score_submission(solved.submission, solution))
+
+    print("\n== results on the small embedded competition (validation split / hidden test labels)")
+    print(results_table(results))
+    print(f"\nmake demo finished in {time.perf_counter() - started:.0f} s. Submissions: {out / 'submissions'}; "
+          f"score one yourself: tpugraphs score {out / 'submissions' / 'gnn.csv'} --solution {solution_path}")
+    return 0 if results else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,219 @@
+"""Finding the competition data wherever a notebook or script runs.
+
+``find_data()`` answers "where is the data?" the same way on Kaggle, on a laptop with the download and
+on a fresh clone with nothing at all, so one notebook runs everywhere without edits. Order of
+precedence, first match wins:
+
+1. ``data_dir``, the argument (a notebook's ``DATA_DIR`` parameter): an explicit choice beats
+   anything found automatically;
+2. the environment variable ``TPUGRAPHS_DATA`` (how the tests and scripts point notebooks at data);
+3. the Kaggle input folder ``/kaggle/input/predict-ai-model-runtime`` (or any folder directly under
+   ``/kaggle/input`` holding the npz tree, e.g. a mirror dataset), when run on Kaggle;
+4. the embedded competition (``competition.synth``), generated once if missing, into
+   ``$TPUGRAPHS_EMBEDDED_DIR``, else ``data/embedded/`` of the source checkout, else
+   ``~/.cache/tpugraphs/embedded/``. Its size is ``scale`` (argument, else ``$TPUGRAPHS_SCALE``,
+   else ``small``).
+
+An explicit choice (1 or 2) that holds no competition data is an error naming the folder and what
+was expected: it never silently falls back to other data.
+
+A data directory is any folder the kit accepts (``competition.collections.find_npz_root``): the
+Kaggle download root, its ``npz_all/``, an ``npz/`` folder, or the output folder of
+``tpugraphs synth`` (holding ``public/`` and ``private/``). The hidden labels are found when the
+public folder sits next to ``private/solution.csv``, as ``tpugraphs synth`` writes them; the real
+competition's labels were never released, so on Kaggle data ``solution_path`` is None.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from competition.collections import find_npz_root
+
+DATA_ENV = "TPUGRAPHS_DATA"
+SCALE_ENV = "TPUGRAPHS_SCALE"
+EMBEDDED_ENV = "TPUGRAPHS_EMBEDDED_DIR"
+DEFAULT_SCALE = "small"
+
+KAGGLE_INPUT = Path("/kaggle/input")
+KAGGLE_SLUG = "predict-ai-model-runtime"
+
+Source = Literal["kaggle", "given", "env", "embedded"]
+
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class DataLocation:
+    """Where the data is and where it came from.
+
+    ``public_dir`` is the participant's folder (the Kaggle download tree); ``solution_path`` the
+    hidden labels (``ID,Runtimes,Normalizers,Usage``) when known, else None; ``source`` says which
+    rule of ``find_data`` found it.
+    """
+
+    public_dir: Path
+    solution_path: Path | None
+    source: Source
+
+    @property
+    def has_labels(self) -> bool:
+        """Whether test submissions can be scored locally (only the embedded competition, or a
+        folder laid out like it, carries its test labels)."""
+        return self.solution_path is not None
+
+    def describe(self) -> str:
+        """One readable paragraph for a notebook's first output."""
+        origin = {
+            "given": "the data directory you gave",
+            "env": f"${DATA_ENV}",
+            "kaggle": "the Kaggle competition input",
+            "embedded": "the embedded synthetic competition",
+        }[self.source]
+        labels = (f"hidden test labels: {self.solution_path}" if self.solution_path
+                  else "no test labels (the real competition never released them)")
+        return f"Data from {origin}: {self.public_dir}\n{labels}"
+
+
+def find_data(
+    data_dir: str | os.PathLike | None = None,
+    *,
+    scale: str | None = None,
+    seed: int = 0,
+    embedded_root: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> DataLocation:
+    """Locate the competition data (see the module docstring for the order of precedence).
+
+    Args:
+        data_dir: an explicit data directory; None or "" to search.
+        scale: size of the embedded competition, used only when it is the data found:
+            ``"tiny"`` (seconds) or ``"small"`` (about half a minute to build); default
+            ``$TPUGRAPHS_SCALE`` or ``"small"``.
+        seed: seed of the embedded competition.
+        embedded_root: folder holding embedded competitions (default: see the module docstring).
+        progress: show a progress bar while the embedded competition is built.
+
+    Raises:
+        FileNotFoundError: ``data_dir`` or ``$TPUGRAPHS_DATA`` names a folder without competition data.
+        ValueError: an unknown scale.
+    """
+    if data_dir not in (None, ""):
+        return _given(Path(data_dir), "given", "DATA_DIR")
+    from_env = os.environ.get(DATA_ENV, "").strip()
+    if from_env:
+        return _given(Path(from_env), "env", f"${DATA_ENV}")
+    kaggle = kaggle_data_dir()
+    if kaggle is not None:
+        return DataLocation(kaggle, _solution_next_to(kaggle), "kaggle")
+    scale = scale or os.environ.get(SCALE_ENV, "").strip() or DEFAULT_SCALE
+    out = embedded_competition(scale=scale, seed=seed, root=embedded_root, progress=progress)
+    return DataLocation(out / "public", out / "private" / "solution.csv", "embedded")
+
+
+def has_competition_data(folder: Path) -> bool:
+    """Whether ``folder`` holds the npz tree in a layout the kit accepts."""
+    root = find_npz_root(folder)
+    return (root / "tile").is_dir() or (root / "layout").is_dir()
+
+
+def _given(folder: Path, source: Source, what: str) -> DataLocation:
+    folder = folder.expanduser()
+    if not folder.is_dir():
+        problem = "a file, not a directory" if folder.exists() else "no such directory"
+        raise FileNotFoundError(
+            f"{what} = {str(folder)!r}: {problem}. Point it at the competition download "
+            f"(the folder holding sample_submission.csv and npz_all/), or leave it unset to use the "
+            f"embedded competition."
+        )
+    if not has_competition_data(folder) and has_competition_data(folder / "public"):
+        folder = folder / "public"  # the output folder of `tpugraphs synth`
+    if not has_competition_data(folder):
+        raise FileNotFoundError(
+            f"{what} = {str(folder)!r} holds no competition data: expected npz_all/npz/tile/xla/... "
+            f"(the Kaggle download tree), an npz/ folder, or the output of `tpugraphs synth`."
+        )
+    return DataLocation(folder, _solution_next_to(folder), source)
+
+
+def _solution_next_to(public_dir: Path) -> Path | None:
+    candidate = public_dir.parent / "private" / "solution.csv"
+    return candidate if candidate.is_file() else None
+
+
+def kaggle_data_dir(input_dir: Path | None = None) -> Path | None:
+    """The competition data under the Kaggle input folder, or None (not on Kaggle, or not attached).
+
+    Looks at the competition's own folder first, then at every folder directly under the input
+    folder (sorted, so the choice is stable), for a mirror dataset of the npz tree.
+    """
+    input_dir = KAGGLE_INPUT if input_dir is None else input_dir
+    if not input_dir.is_dir():
+        return None
+    preferred = [input_dir / KAGGLE_SLUG, input_dir / "competitions" / KAGGLE_SLUG]
+    others = sorted(p for p in input_dir.iterdir() if p.is_dir() and p not in preferred)
+    for folder in preferred + others:
+        if folder.is_dir() and has_competition_data(folder):
+            return folder
+    return None
+
+
+def default_embedded_root() -> Path:
+    """``$TPUGRAPHS_EMBEDDED_DIR``, else ``data/embedded`` of a writable source checkout, else the
+    user cache (``~/.cache/tpugraphs/embedded``, e.g. when the kit is installed read-only on Kaggle)."""
+    from_env = os.environ.get(EMBEDDED_ENV, "").strip()
+    if from_env:
+        return Path(from_env).expanduser()
+    if (_REPO_ROOT / "pyproject.toml").is_file() and os.access(_REPO_ROOT, os.W_OK):
+        return _REPO_ROOT / "data" / "embedded"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "tpugraphs" / "embedded"
+
+
+def embedded_competition(
+    *, scale: str = DEFAULT_SCALE, seed: int = 0, root: str | os.PathLike | None = None, progress: bool = True
+) -> Path:
+    """The folder of the embedded competition ``(scale, seed)``, generated on first use.
+
+    Returns ``ROOT/<scale>-seed<seed>`` holding ``public/`` and ``private/solution.csv``. It is built
+    in a temporary sibling folder and renamed into place, so an interrupted build never leaves a
+    half-written competition that a later call would take for a complete one.
+    """
+    from competition.synth import SCALES, generate_competition
+
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r} (from the argument or ${SCALE_ENV}); "
+                         f"expected one of {', '.join(SCALES)}")
+    root = Path(root).expanduser() if root is not None else default_embedded_root()
+    target = root / f"{scale}-seed{seed}"
+    if _is_complete(target):
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    partial = root / f".{target.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    if progress:
+        print(f"Building the {scale} embedded competition (seed {seed}) in {target}; this happens once.",
+              file=sys.stderr)
+    try:
+        generate_competition(partial, scale=scale, seed=seed, progress=progress)
+        if target.exists():  # an unfinished folder from an older run, or another process was faster
+            if _is_complete(target):
+                return target
+            shutil.rmtree(target)
+        try:
+            partial.rename(target)
+        except OSError:
+            if not _is_complete(target):  # another process renamed its copy first: use that one
+                raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def _is_complete(out: Path) -> bool:
+    return (out / "public" / "sample_submission.csv").is_file() and (out / "private" / "solution.csv").is_file()

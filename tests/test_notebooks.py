@@ -1,0 +1,354 @@
+"""The starter notebooks and ``competition.locate``.
+
+- ``find_data``'s order of precedence (argument, ``$TPUGRAPHS_DATA``, the Kaggle input folder, the
+  embedded competition), its refusals and the build-once cache of the embedded competition, on
+  temporary folders with the environment patched.
+- Every notebook in ``notebooks/`` as committed: outputs stripped, small, the same first cell.
+- Every notebook executed top to bottom in a fresh kernel (nbclient) on the tiny embedded competition,
+  offline, within a two-minute budget, ending with a valid ``submission.csv`` in its working folder.
+  The kernel is this interpreter (``sys.executable``, i.e. ``.venv/bin/python`` under ``make test``),
+  registered as ``python3`` through a temporary ``JUPYTER_PATH``: no kernel installation step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from competition import locate
+from competition.locate import DataLocation, embedded_competition, find_data, kaggle_data_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+NOTEBOOK_BUDGET_S = 120  # a whole notebook on the tiny competition, kernel start included
+MAX_OUTPUT_BYTES = 50_000  # one executed text or table output
+MAX_FIGURE_BYTES = 120_000  # one figure (PNG, base64): the drawn graphs are the largest, ~90 KB
+MAX_NOTEBOOK_BYTES = 100_000  # a committed notebook file
+
+
+# --------------------------------------------------------------------------------------------------
+# find_data
+
+
+def _fake_data(folder: Path) -> Path:
+    """A folder shaped like the Kaggle download (only the folders ``find_data`` looks at)."""
+    (folder / "npz_all" / "npz" / "tile" / "xla" / "train").mkdir(parents=True)
+    return folder
+
+
+def _fake_generate(calls: list):
+    """Stands in for ``generate_competition``: writes the two files that mark a finished build."""
+
+    def generate(out, *, scale, seed, progress=False):
+        calls.append((Path(out), scale, seed))
+        _fake_data(Path(out) / "public")
+        (Path(out) / "public" / "sample_submission.csv").write_text("ID,TopConfigs\n")
+        (Path(out) / "private").mkdir()
+        (Path(out) / "private" / "solution.csv").write_text("ID,Runtimes,Normalizers,Usage\n")
+
+    return generate
+
+
+@pytest.fixture
+def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """No data variables set, no Kaggle input folder, generation faked and counted."""
+    for name in (locate.DATA_ENV, locate.SCALE_ENV, locate.EMBEDDED_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(locate, "KAGGLE_INPUT", tmp_path / "kaggle" / "input")
+    calls: list = []
+    import competition.synth
+
+    monkeypatch.setattr(competition.synth, "generate_competition", _fake_generate(calls))
+    embedded = tmp_path / "embedded"
+    monkeypatch.setenv(locate.EMBEDDED_ENV, str(embedded))
+    return {"calls": calls, "kaggle": tmp_path / "kaggle" / "input", "embedded": embedded}
+
+
+def test_argument_beats_environment_and_kaggle(tmp_path, monkeypatch, clean_env):
+    given = _fake_data(tmp_path / "given")
+    monkeypatch.setenv(locate.DATA_ENV, str(_fake_data(tmp_path / "from_env")))
+    _fake_data(clean_env["kaggle"] / locate.KAGGLE_SLUG)
+    assert find_data(given) == DataLocation(given, None, "given")
+    assert find_data(str(given)).source == "given"
+
+
+def test_environment_beats_kaggle(tmp_path, monkeypatch, clean_env):
+    from_env = _fake_data(tmp_path / "from_env")
+    monkeypatch.setenv(locate.DATA_ENV, str(from_env))
+    _fake_data(clean_env["kaggle"] / locate.KAGGLE_SLUG)
+    assert find_data() == DataLocation(from_env, None, "env")
+    assert find_data("").source == "env"  # an empty parameter means "not given"
+
+
+def test_kaggle_beats_embedded(clean_env, monkeypatch):
+    kaggle = _fake_data(clean_env["kaggle"] / locate.KAGGLE_SLUG)
+    monkeypatch.setenv(locate.DATA_ENV, "  ")  # blank: unset
+    assert find_data() == DataLocation(kaggle, None, "kaggle")
+    assert clean_env["calls"] == []
+
+
+def test_kaggle_mirror_dataset_is_found(clean_env):
+    (clean_env["kaggle"] / "some-notes").mkdir(parents=True)
+    mirror = _fake_data(clean_env["kaggle"] / "tpugraphs-mirror")
+    assert kaggle_data_dir(clean_env["kaggle"]) == mirror
+    assert find_data().source == "kaggle"
+
+
+def test_kaggle_folder_without_data_is_not_used(clean_env):
+    (clean_env["kaggle"] / "unrelated-dataset").mkdir(parents=True)
+    assert kaggle_data_dir(clean_env["kaggle"]) is None
+    assert find_data(scale="tiny").source == "embedded"
+
+
+def test_embedded_is_built_once_and_reused(clean_env):
+    first = find_data(scale="tiny", seed=3)
+    again = find_data(scale="tiny", seed=3)
+    target = clean_env["embedded"] / "tiny-seed3"
+    assert first == again == DataLocation(target / "public", target / "private" / "solution.csv", "embedded")
+    assert first.has_labels
+    assert [(scale, seed) for _, scale, seed in clean_env["calls"]] == [("tiny", 3)]
+    assert [p.name for p in clean_env["embedded"].iterdir()] == ["tiny-seed3"]  # no partial folder left
+
+
+def test_scale_comes_from_the_argument_then_the_environment_then_small(clean_env, monkeypatch):
+    assert find_data().public_dir.parent.name == "small-seed0"
+    monkeypatch.setenv(locate.SCALE_ENV, "tiny")
+    assert find_data().public_dir.parent.name == "tiny-seed0"
+    assert find_data(scale="small", seed=1).public_dir.parent.name == "small-seed1"
+
+
+def test_unknown_scale_is_refused(clean_env, monkeypatch):
+    with pytest.raises(ValueError, match=r"unknown scale 'huge'.*expected one of tiny, small"):
+        find_data(scale="huge")
+    monkeypatch.setenv(locate.SCALE_ENV, "medium")
+    with pytest.raises(ValueError, match=r"unknown scale 'medium' \(from the argument or \$TPUGRAPHS_SCALE\)"):
+        find_data()
+
+
+def test_interrupted_build_leaves_nothing_behind(clean_env, monkeypatch):
+    import competition.synth
+
+    def broken(out, **kwargs):
+        (Path(out) / "public").mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(competition.synth, "generate_competition", broken)
+    with pytest.raises(KeyboardInterrupt):
+        find_data(scale="tiny")
+    assert list(clean_env["embedded"].iterdir()) == []
+
+
+def test_unfinished_target_is_rebuilt(clean_env):
+    stale = clean_env["embedded"] / "tiny-seed0" / "public"
+    stale.mkdir(parents=True)  # no sample_submission.csv, no solution: an old interrupted build
+    location = find_data(scale="tiny")
+    assert (location.public_dir / "sample_submission.csv").is_file()
+    assert len(clean_env["calls"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp: tmp / "missing", r"DATA_DIR = '.*missing': no such directory"),
+        (lambda tmp: tmp, r"DATA_DIR = '.*' holds no competition data: expected npz_all/npz/tile/xla"),
+        (lambda tmp: (tmp / "f.txt").write_text("x") and tmp / "f.txt", r"f.txt': a file, not a directory"),
+    ],
+    ids=["missing", "empty", "a file"],
+)
+def test_bad_data_dir_is_refused(tmp_path, clean_env, make, message):
+    with pytest.raises(FileNotFoundError, match=message):
+        find_data(make(tmp_path))
+    assert clean_env["calls"] == []  # never a silent fall back to other data
+
+
+def test_bad_environment_variable_is_refused(tmp_path, monkeypatch, clean_env):
+    monkeypatch.setenv(locate.DATA_ENV, str(tmp_path / "nowhere"))
+    _fake_data(clean_env["kaggle"] / locate.KAGGLE_SLUG)
+    with pytest.raises(FileNotFoundError, match=r"\$TPUGRAPHS_DATA = '.*nowhere': no such directory"):
+        find_data()
+
+
+@pytest.mark.parametrize("inner", ["", "npz_all", "npz_all/npz"])
+def test_any_accepted_layout_is_taken(tmp_path, clean_env, inner):
+    root = _fake_data(tmp_path / "download")
+    given = root / inner if inner else root
+    assert find_data(given).public_dir == given
+
+
+def test_synth_output_folder_gives_public_dir_and_labels(tmp_path, clean_env):
+    out = tmp_path / "comp"
+    _fake_generate([])(out, scale="tiny", seed=0)
+    assert find_data(out) == DataLocation(out / "public", out / "private" / "solution.csv", "given")
+    assert find_data(out / "public").solution_path == out / "private" / "solution.csv"
+
+
+def test_describe_says_where_and_whether_labels_exist(tmp_path):
+    with_labels = DataLocation(tmp_path / "public", tmp_path / "private" / "solution.csv", "embedded")
+    assert "embedded synthetic competition" in with_labels.describe()
+    assert "solution.csv" in with_labels.describe()
+    assert "never released" in DataLocation(tmp_path, None, "kaggle").describe()
+
+
+def test_default_embedded_root(monkeypatch, tmp_path):
+    monkeypatch.setenv(locate.EMBEDDED_ENV, str(tmp_path / "here"))
+    assert locate.default_embedded_root() == tmp_path / "here"
+    monkeypatch.delenv(locate.EMBEDDED_ENV)
+    assert locate.default_embedded_root() == ROOT / "data" / "embedded"  # a writable checkout
+
+
+def test_real_tiny_build(tmp_path, monkeypatch):
+    monkeypatch.delenv(locate.SCALE_ENV, raising=False)
+    out = embedded_competition(scale="tiny", seed=0, root=tmp_path, progress=False)
+    assert (out / "private" / "solution.csv").is_file()
+    from competition.submission import expected_from_data_dir
+
+    assert len(expected_from_data_dir(out / "public")) == 12  # 4 tile + 4 x 2 layout test graphs
+
+
+# --------------------------------------------------------------------------------------------------
+# The notebooks as committed
+
+
+def _code_cells(nb: dict) -> list[dict]:
+    return [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def test_the_four_notebooks_exist():
+    names = [p.name for p in NOTEBOOKS]
+    for expected in ("01_data_tour.ipynb", "02_tile_baseline.ipynb", "03_layout_pruning_and_model.ipynb",
+                     "04_submit.ipynb"):
+        assert expected in names
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebook_is_stripped_and_small(path: Path):
+    assert path.stat().st_size < MAX_NOTEBOOK_BYTES
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert nb["nbformat"] == 4
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    for cell in _code_cells(nb):
+        assert cell["outputs"] == [], f"{path.name}: commit notebooks with outputs cleared"
+        assert cell["execution_count"] is None
+    assert nb["cells"][0]["cell_type"] == "markdown"
+
+
+def test_notebooks_share_the_setup_cell():
+    """The first code cell finds the kit and the data; it must be the same everywhere."""
+    first = {path.name: _source(_code_cells(json.loads(path.read_text(encoding="utf-8")))[0]) for path in NOTEBOOKS}
+    assert len(set(first.values())) == 1, f"setup cells differ: {sorted(first)}"
+    setup = next(iter(first.values()))
+    assert "DATA_DIR = None" in setup and "find_data(DATA_DIR" in setup
+
+
+def _setup_cell() -> str:
+    return _source(_code_cells(json.loads(NOTEBOOKS[0].read_text(encoding="utf-8")))[0])
+
+
+def _run_setup_without_site(tmp_path: Path, kaggle_input: Path) -> subprocess.CompletedProcess:
+    """The setup cell in a bare interpreter (``python -S``: no site-packages, so no installed kit),
+    started outside any clone, with the Kaggle input folder moved to ``kaggle_input``."""
+    setup = _setup_cell()
+    assert 'Path("/kaggle/input")' in setup
+    code = setup.replace('Path("/kaggle/input")', f"Path({str(kaggle_input)!r})")
+    code += "\nimport competition\nprint('KIT', competition.__file__)"
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), locate.DATA_ENV: str(_fake_data(tmp_path / "data"))}
+    return subprocess.run([sys.executable, "-S", "-c", code], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_setup_cell_finds_the_kit_in_a_kaggle_dataset(tmp_path):
+    dataset = tmp_path / "kaggle" / "input" / "tpugraphs-kit" / "repository-main"  # a zip with a top folder
+    dataset.mkdir(parents=True)
+    (dataset / "competition").symlink_to(ROOT / "competition", target_is_directory=True)
+    done = _run_setup_without_site(tmp_path, tmp_path / "kaggle" / "input")
+    assert done.returncode == 0, done.stderr
+    assert f"KIT {dataset / 'competition' / '__init__.py'}" in done.stdout
+    assert "Data from $TPUGRAPHS_DATA" in done.stdout
+
+
+def test_setup_cell_says_what_to_do_without_the_kit(tmp_path):
+    done = _run_setup_without_site(tmp_path, tmp_path / "no-kaggle")
+    assert done.returncode != 0
+    assert "ModuleNotFoundError: The TpuGraphs kit is not importable" in done.stderr
+    assert "see notebooks/README.md" in done.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# The notebooks executed
+
+
+@pytest.fixture(scope="session")
+def venv_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A JUPYTER_PATH whose ``python3`` kernel is this interpreter (the venv's under ``make test``)."""
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    path = tmp_path_factory.mktemp("jupyter")
+    spec_dir = path / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (tpugraphs tests)",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_on_the_tiny_competition(path: Path, tiny_competition: Path, venv_kernel: Path,
+                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    from competition.submission import expected_from_data_dir, format_problems, validate_submission
+
+    public = tiny_competition / "public"
+    monkeypatch.setenv("JUPYTER_PATH", str(venv_kernel))
+    monkeypatch.setenv(locate.DATA_ENV, str(public))
+    monkeypatch.setenv(locate.SCALE_ENV, "tiny")
+    monkeypatch.setenv(locate.EMBEDDED_ENV, str(tmp_path / "embedded"))  # never the checkout's data/
+    # Figures are rendered (so their size is checked) by the headless inline backend.
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    for name in ("KAGGLE_USERNAME", "KAGGLE_KEY", "KAGGLE_CONFIG_DIR", "TPUGRAPHS_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(tmp_path / "no-kaggle-credentials"))
+    work = tmp_path / "work"
+    work.mkdir()
+
+    nb = nbformat.read(path, as_version=4)
+    deadline = time.monotonic() + NOTEBOOK_BUDGET_S
+    client = NotebookClient(
+        nb, kernel_name="python3", resources={"metadata": {"path": str(work)}},
+        # The budget is for the whole notebook: each cell may use what the previous ones left.
+        timeout_func=lambda cell: max(1, int(deadline - time.monotonic())),
+        startup_timeout=60,
+    )
+    started = time.monotonic()
+    client.execute()
+    print(f"{path.name}: {time.monotonic() - started:.1f} s")
+
+    for index, cell in enumerate(_code_cells(nb)):
+        for output in cell.get("outputs", []):
+            assert output.get("output_type") != "error", f"{path.name} code cell {index}: {output}"
+            size = len(json.dumps(output))
+            limit = MAX_FIGURE_BYTES if "image/png" in output.get("data", {}) else MAX_OUTPUT_BYTES
+            assert size < limit, f"{path.name} code cell {index}: an output of {size:,} bytes"
+    submission = work / "submission.csv"
+    assert submission.is_file(), f"{path.name} did not write submission.csv in its working folder"
+    result = validate_submission(submission, expected_from_data_dir(public))
+    assert result.ok, format_problems(result, source_name=str(submission))
