@@ -37,9 +37,14 @@ reason and does not count toward the daily limit. The token can also come from $
 
 exit status: 0 scored, 1 refused by the server or server unreachable, 2 usage error
 
+With --kaggle the file goes to Kaggle's competition (predict-ai-model-runtime) through the 'kaggle'
+package and its credentials (see 'tpugraphs download --help'), after a local check: against the test
+files of --data when given, otherwise format rules only (test IDs and config counts unknown).
+
 examples:
   tpugraphs submit submission.csv --server http://localhost:8000 --token 3.Xf0...
   TPUGRAPHS_TOKEN=3.Xf0... tpugraphs submit submission.csv --server https://lb.example.org
+  tpugraphs submit submission.csv --kaggle -m "GNN v2" --data data/kaggle
 """
 
 
@@ -157,6 +162,11 @@ def _register_submit(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--token", metavar="TOKEN", help=f"your team token (default: ${TOKEN_ENV})")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S",
                         help="seconds to wait for the server's answer (default: 300)")
+    parser.add_argument("--kaggle", action="store_true",
+                        help="submit to the Kaggle competition instead of a leaderboard server")
+    parser.add_argument("-m", "--message", metavar="MESSAGE", help="submission description (with --kaggle)")
+    parser.add_argument("--data", metavar="PUBLIC_DIR",
+                        help="with --kaggle: validate against the test files of this data directory first")
     parser.set_defaults(handler=_submit)
 
 
@@ -461,6 +471,10 @@ def _submit(args: argparse.Namespace) -> int:
 
     if not Path(args.submission).is_file():
         raise UsageError(f"{args.submission}: no such file")
+    if args.kaggle:
+        return _submit_kaggle(args)
+    if args.message is not None or args.data is not None:
+        raise UsageError("-m/--message and --data go with --kaggle")
     if not args.server:
         raise UsageError("where to? give --server URL (the leaderboard's address)")
     if not args.server.startswith(("http://", "https://")):
@@ -477,4 +491,35 @@ def _submit(args: argparse.Namespace) -> int:
         print(f"tpugraphs submit: refused (HTTP {exc.status}):\n{exc.detail}", file=sys.stderr)
         return 1
     print(format_answer(answer))
+    return 0
+
+
+def _submit_kaggle(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from competition.cli import UsageError
+    from competition.errors import DataFormatError
+    from competition.kaggle_api import KaggleError, check_submission, submit
+
+    if args.server or args.token:
+        raise UsageError("--kaggle submits to Kaggle: leave out --server and --token")
+    if not args.message or not args.message.strip():
+        raise UsageError('--kaggle needs a description: -m "MESSAGE"')
+    if args.data is not None and not Path(args.data).is_dir():
+        raise UsageError(f"--data {args.data}: no such directory")
+    try:
+        valid, report = check_submission(Path(args.submission), Path(args.data) if args.data else None)
+    except (FileNotFoundError, DataFormatError) as exc:
+        print(f"tpugraphs submit: cannot read the test files: {exc}", file=sys.stderr)
+        return 1
+    if not valid:
+        print(f"{report}\ntpugraphs submit: not submitted (fix the file first)", file=sys.stderr)
+        return 1
+    print(report, file=sys.stderr)
+    try:
+        answer = submit(Path(args.submission), args.message)
+    except KaggleError as exc:
+        print(f"tpugraphs submit: {exc}", file=sys.stderr)
+        return 1
+    print(f"Submitted to Kaggle: {answer}")
     return 0
