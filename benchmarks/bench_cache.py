@@ -33,7 +33,7 @@ import numpy as np
 from benchmarks.realscale import NLP_CONFIGS, write_nlp_npz
 from competition.cache import build_cache, open_cache
 from competition.graphs import read_config_count
-from competition.inspect import _read_exactly, _read_header
+from competition.inspect import read_exactly, read_npy_header
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_SPEEDUP = 5.0
@@ -92,7 +92,7 @@ def read_npz_whole(path: Path, indices: np.ndarray) -> np.ndarray:
 def read_npz_streamed(path: Path, indices: np.ndarray, chunk_bytes: int = 8 * 2**20) -> np.ndarray:
     """Decompress the config member chunk by chunk and keep only the rows at ``indices``."""
     with zipfile.ZipFile(path) as archive, archive.open("node_config_feat.npy") as fp:
-        shape, _, dtype = _read_header(fp, path, "node_config_feat")
+        shape, _, dtype = read_npy_header(fp, path, "node_config_feat")
         row_items = math.prod(shape[1:])
         out = np.empty((len(indices), *shape[1:]), dtype=dtype)
         order = np.argsort(indices)
@@ -103,7 +103,7 @@ def read_npz_streamed(path: Path, indices: np.ndarray, chunk_bytes: int = 8 * 2*
             raise IndexError(f"{path}: config indices must lie in 0..{shape[0] - 1}")
         for start in range(0, last + 1, step):  # nothing after the last wanted row is decompressed
             count = min(step, shape[0] - start)
-            chunk = np.frombuffer(_read_exactly(fp, count * row_items * dtype.itemsize, path, "x"), dtype=dtype)
+            chunk = np.frombuffer(read_exactly(fp, count * row_items * dtype.itemsize, path, "x"), dtype=dtype)
             chunk = chunk.reshape(count, *shape[1:])
             lo, hi = np.searchsorted(wanted, [start, start + count])
             out[order[lo:hi]] = chunk[wanted[lo:hi] - start]

@@ -46,10 +46,10 @@ import numpy as np
 from tqdm import tqdm
 
 from competition.collections import COLLECTION_BY_NAME, Collection, Split
-from competition.compact import _check_chunk
+from competition.compact import check_layout_chunk
 from competition.errors import DataFormatError
-from competition.graphs import LAYOUT_CONFIG_DIM, LAYOUT_SPEC, LayoutGraph, _check_array, list_split
-from competition.inspect import _load_member, _read_exactly, _read_header
+from competition.graphs import LAYOUT_CONFIG_DIM, LAYOUT_SPEC, LayoutGraph, check_array, list_split
+from competition.inspect import load_npz_member, read_exactly, read_npy_header
 
 CACHE_FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -247,8 +247,8 @@ def _convert(npz_path: Path, out_dir: Path, chunk_bytes: int) -> dict[str, int]:
             raise DataFormatError(npz_path, f"missing key(s) {', '.join(missing)} of a layout graph")
         sizes: dict[str, int] = {}
         for key in SMALL_KEYS:
-            array = _load_member(archive, members[key], npz_path, key)
-            array = _check_array(npz_path, key, array, LAYOUT_SPEC[key], sizes)
+            array = load_npz_member(archive, members[key], npz_path, key)
+            array = check_array(npz_path, key, array, LAYOUT_SPEC[key], sizes)
             np.save(out_dir / f"{key}.npy", array, allow_pickle=False)
         _check_references(npz_path, out_dir, sizes)
         with archive.open(members["node_config_feat"]) as fp:
@@ -267,7 +267,7 @@ def _check_references(npz_path: Path, out_dir: Path, sizes: dict[str, int]) -> N
 def _stream_configs(fp: IO[bytes], npz_path: Path, out_path: Path, sizes: dict[str, int], chunk_bytes: int) -> None:
     """Copy the ``node_config_feat`` member to an int8 .npy, whole configs at a time, validating values."""
     key = "node_config_feat"
-    shape, fortran_order, dtype = _read_header(fp, npz_path, key)
+    shape, fortran_order, dtype = read_npy_header(fp, npz_path, key)
     want = (sizes["c"], sizes["nc"], LAYOUT_CONFIG_DIM)
     if tuple(shape) != want:
         raise DataFormatError(
@@ -286,14 +286,14 @@ def _stream_configs(fp: IO[bytes], npz_path: Path, out_path: Path, sizes: dict[s
         for start in range(0, want[0], step):
             count = min(step, want[0] - start)
             try:
-                raw = _read_exactly(fp, count * row_items * dtype.itemsize, npz_path, key)
+                raw = read_exactly(fp, count * row_items * dtype.itemsize, npz_path, key)
             except DataFormatError:
                 raise
             except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
                 raise DataFormatError(npz_path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
             chunk = np.frombuffer(raw, dtype=dtype)
             try:
-                _check_chunk(chunk, start * row_items, want, key)
+                check_layout_chunk(chunk, start * row_items, want, key)
             except ValueError as exc:
                 raise DataFormatError(npz_path, str(exc)) from None
             out.write(chunk.astype(np.int8).tobytes())

@@ -78,7 +78,7 @@ def _config_rows(arr: np.ndarray) -> np.ndarray:
     return arr.reshape(arr.shape[0], int(np.prod(arr.shape[1:])))
 
 
-def _check_chunk(chunk: np.ndarray, offset: int, shape: tuple[int, ...], name: str) -> None:
+def check_layout_chunk(chunk: np.ndarray, offset: int, shape: tuple[int, ...], name: str) -> None:
     """Raise naming the first value of ``chunk`` that is not an integer in -1..5."""
     if chunk.dtype.kind in "iub":
         bad = (chunk < LAYOUT_VALUE_MIN) | (chunk > LAYOUT_VALUE_MAX)
@@ -108,7 +108,7 @@ def check_layout_configs(node_config_feat: np.ndarray, *, name: str = "node_conf
     flat = _config_rows(arr)
     row_size = flat.shape[1]
     for rows in _chunks(flat.shape[0], row_size):
-        _check_chunk(flat[rows], rows.start * row_size, arr.shape, name)
+        check_layout_chunk(flat[rows], rows.start * row_size, arr.shape, name)
 
 
 def to_int8(node_config_feat: np.ndarray, *, name: str = "node_config_feat") -> np.ndarray:
@@ -123,7 +123,7 @@ def to_int8(node_config_feat: np.ndarray, *, name: str = "node_config_feat") -> 
     row_size = flat_in.shape[1]
     for rows in _chunks(flat_in.shape[0], row_size):
         chunk = flat_in[rows]
-        _check_chunk(chunk, rows.start * row_size, arr.shape, name)
+        check_layout_chunk(chunk, rows.start * row_size, arr.shape, name)
         flat_out[rows.start * row_size : rows.stop * row_size] = chunk.reshape(-1)
     return out
 
@@ -155,7 +155,7 @@ def pack_layout_configs(node_config_feat: np.ndarray, *, name: str = "node_confi
     weights = _SLOT_WEIGHTS.astype(np.float32)
     for rows in _chunks(vectors.shape[0], LAYOUT_SLOTS):
         chunk = vectors[rows]
-        _check_chunk(chunk, rows.start * LAYOUT_SLOTS, arr.shape, name)
+        check_layout_chunk(chunk, rows.start * LAYOUT_SLOTS, arr.shape, name)
         digits = chunk.astype(np.float32) - LAYOUT_VALUE_MIN  # 0..6
         out[rows] = digits @ weights
     return out.reshape(*lead, len(LAYOUT_VECTORS))

@@ -118,7 +118,8 @@ def _read_member(npz: np.lib.npyio.NpzFile, path: Path, key: str) -> np.ndarray:
         raise DataFormatError(path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
 
 
-def _check_array(path: Path, key: str, arr: np.ndarray, spec: tuple[np.dtype, tuple], sizes: dict) -> np.ndarray:
+def check_array(path: Path, key: str, arr: np.ndarray, spec: tuple[np.dtype, tuple], sizes: dict) -> np.ndarray:
+    """Check one array against its ``(dtype, shape pattern)``; ``sizes`` carries letters across keys."""
     dtype, pattern = spec
     if arr.dtype != dtype:
         # Accept a lossless cast (e.g. int32 edges from a user's own featurizer); refuse anything else.
@@ -175,7 +176,7 @@ def load_graph(path: str | Path, kind: str | None = None) -> Graph:
         if missing:
             raise DataFormatError(path, f"missing key(s) {', '.join(missing)} of a {kind} graph")
         for key, key_spec in spec.items():
-            values[key] = _check_array(path, key, _read_member(npz, path, key), key_spec, sizes)
+            values[key] = check_array(path, key, _read_member(npz, path, key), key_spec, sizes)
     _check_references(path, values, sizes["n"])
     return cls(**values)
 

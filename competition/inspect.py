@@ -67,7 +67,8 @@ class GraphSummary:
         return out
 
 
-def _read_exactly(fp: IO[bytes], size: int, path: Path, key: str) -> bytes:
+def read_exactly(fp: IO[bytes], size: int, path: Path, key: str) -> bytes:
+    """``size`` bytes of an npz member, or a DataFormatError naming the file when it ends early."""
     parts = []
     remaining = size
     while remaining:
@@ -79,7 +80,8 @@ def _read_exactly(fp: IO[bytes], size: int, path: Path, key: str) -> bytes:
     return b"".join(parts) if len(parts) != 1 else parts[0]
 
 
-def _read_header(fp: IO[bytes], path: Path, key: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+def read_npy_header(fp: IO[bytes], path: Path, key: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Shape, Fortran order and dtype of an npy member, leaving ``fp`` at the first data byte."""
     try:
         version = np.lib.format.read_magic(fp)
         if version == (1, 0):
@@ -131,7 +133,7 @@ def _count_distinct_rows(
     for start in range(0, rows, step):
         count = min(step, rows - start)
         try:
-            raw = _read_exactly(fp, count * row_bytes, path, key)
+            raw = read_exactly(fp, count * row_bytes, path, key)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
             raise DataFormatError(path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
         chunk = np.frombuffer(raw, dtype=dtype).reshape(count, row_items)
@@ -170,22 +172,22 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
         arrays: dict[str, ArrayInfo] = {}
         for key in members:
             with archive.open(members[key]) as fp:
-                shape, _, dtype = _read_header(fp, path, key)
+                shape, _, dtype = read_npy_header(fp, path, key)
             arrays[key] = ArrayInfo(tuple(int(s) for s in shape), dtype.str, math.prod(shape) * dtype.itemsize)
 
-        runtime = _load_member(archive, members["config_runtime"], path, "config_runtime")
+        runtime = load_npz_member(archive, members["config_runtime"], path, "config_runtime")
         if runtime.ndim != 1:
             raise DataFormatError(path, f"array 'config_runtime' has shape {runtime.shape}, expected (c,)")
         config_key = "node_config_feat" if kind == "layout" else "config_feat"
         with archive.open(members[config_key]) as fp:
-            shape, fortran_order, dtype = _read_header(fp, path, config_key)
+            shape, fortran_order, dtype = read_npy_header(fp, path, config_key)
             if len(shape) < 1 or shape[0] != len(runtime):
                 raise DataFormatError(
                     path, f"array {config_key!r} has shape {shape} but 'config_runtime' lists {len(runtime)} configs"
                 )
             if fortran_order and len(shape) > 1:
                 # Column-major data cannot be cut into whole configs; such files are not released ones.
-                array = _load_member(archive, members[config_key], path, config_key)
+                array = load_npz_member(archive, members[config_key], path, config_key)
                 flat = np.ascontiguousarray(array).reshape(len(array), -1)
                 distinct = len(np.unique(flat, axis=0)) if flat.shape[1] else min(len(flat), 1)
             else:
@@ -218,7 +220,8 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
     )
 
 
-def _load_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, key: str) -> np.ndarray:
+def load_npz_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, key: str) -> np.ndarray:
+    """One (small) array of an npz archive, read errors turned into a DataFormatError."""
     try:
         with archive.open(info) as fp:
             return np.lib.format.read_array(fp, allow_pickle=False)
