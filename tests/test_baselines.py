@@ -6,33 +6,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from graph_builders import node_features
 
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS
 from competition.graphs import LayoutGraph, TileGraph, iter_split
-from competition.hlo import NODE_FEATURE_INDEX, OPCODE_IDS
+from competition.hlo import OPCODE_IDS
 from solutions.baselines import RandomMethod, graph_fingerprint, random_rows, sample_rows
 from solutions.heuristics import HeuristicMethod, layout_cost, tile_cost
 from solutions.method import FitOptions, RankingMethod, SplitSource
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
 LAYOUT = COLLECTION_BY_NAME["layout:xla:random"]
-SHAPE = [NODE_FEATURE_INDEX[f"shape_dimensions_{i}"] for i in range(6)]
-PRODUCT = NODE_FEATURE_INDEX["shape_dimensions_product"]
-MINOR_TO_MAJOR = [NODE_FEATURE_INDEX[f"layout_minor_to_major_{i}"] for i in range(6)]
-F32 = NODE_FEATURE_INDEX["shape_element_type_is_f32"]
-IS_ROOT = NODE_FEATURE_INDEX["is_root"]
 
 
-def _node_feat(shapes: list[list[int]]) -> np.ndarray:
-    """(n, 140) features: f32 tensors of the given shapes in the default (descending) layout."""
-    feat = np.zeros((len(shapes), 140), np.float32)
-    for i, shape in enumerate(shapes):
-        feat[i, SHAPE[: len(shape)]] = shape
-        feat[i, PRODUCT] = np.prod(shape)
-        feat[i, MINOR_TO_MAJOR[: len(shape)]] = list(range(len(shape) - 1, -1, -1))
-        feat[i, F32] = 1
-    feat[-1, IS_ROOT] = 1
-    return feat
+def _f32_node_features(shapes: list[list[int]]) -> np.ndarray:
+    return node_features(shapes, f32=True)
 
 
 def tile_graph(output_bounds: list[list[int]], shape=(256, 512)) -> TileGraph:
@@ -43,7 +31,7 @@ def tile_graph(output_bounds: list[list[int]], shape=(256, 512)) -> TileGraph:
         config[i, 8 : 8 + len(bounds)] = bounds
         config[i, 14], config[i, 15] = sum(bounds), np.prod(bounds)
     return TileGraph(
-        node_feat=_node_feat([list(shape), list(shape)]),
+        node_feat=_f32_node_features([list(shape), list(shape)]),
         node_opcode=np.array([OPCODE_IDS["parameter"], OPCODE_IDS["exponential"]], np.uint8),
         edge_index=np.array([[1, 0]], np.int64),
         config_runtime=np.arange(1, c + 1, dtype=np.int64) * 100,
@@ -56,7 +44,7 @@ def layout_graph(configs: np.ndarray) -> LayoutGraph:
     """param (384, 3) -> dot* (384, 512) <- param (3, 512); dot* -> negate -> tuple. ``configs``: (c, 1, 18)."""
     c = configs.shape[0]
     return LayoutGraph(
-        node_feat=_node_feat([[384, 3], [3, 512], [384, 512], [384, 512], [384, 512]]),
+        node_feat=_f32_node_features([[384, 3], [3, 512], [384, 512], [384, 512], [384, 512]]),
         node_opcode=np.array([OPCODE_IDS[o] for o in ("parameter", "parameter", "dot", "negate", "tuple")], np.uint8),
         edge_index=np.array([[2, 0], [2, 1], [3, 2], [4, 3]], np.int64),
         config_runtime=np.arange(1, c + 1, dtype=np.int64),

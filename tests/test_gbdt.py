@@ -8,13 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from graph_builders import PRODUCT, SHAPE, node_features
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, Collection
 from competition.graphs import LayoutGraph, TileGraph, iter_split, save_graph
-from competition.hlo import NODE_FEATURE_INDEX, OPCODE_IDS
+from competition.hlo import OPCODE_IDS
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import ranking_from_predictions
 from solutions.baselines import RandomMethod
@@ -33,22 +34,8 @@ from solutions.method import FitOptions, RankingMethod, SplitSource
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
 LAYOUT = COLLECTION_BY_NAME["layout:xla:random"]
-SHAPE = [NODE_FEATURE_INDEX[f"shape_dimensions_{i}"] for i in range(6)]
-PRODUCT = NODE_FEATURE_INDEX["shape_dimensions_product"]
-MINOR_TO_MAJOR = [NODE_FEATURE_INDEX[f"layout_minor_to_major_{i}"] for i in range(6)]
-IS_ROOT = NODE_FEATURE_INDEX["is_root"]
 # Small and quick: the tests check behaviour, not the tuned defaults.
 FAST = {"num_boost_round": 40, "min_boost_round": 10, "early_stopping_rounds": 10, "num_threads": 1}
-
-
-def _node_feat(shapes: list[list[int]]) -> np.ndarray:
-    feat = np.zeros((len(shapes), 140), np.float32)
-    for i, shape in enumerate(shapes):
-        feat[i, SHAPE[: len(shape)]] = shape
-        feat[i, PRODUCT] = np.prod(shape)
-        feat[i, MINOR_TO_MAJOR[: len(shape)]] = list(range(len(shape) - 1, -1, -1))
-    feat[-1, IS_ROOT] = 1
-    return feat
 
 
 def make_tile_graph(rng: np.random.Generator, c: int, *, labelled: bool = True) -> TileGraph:
@@ -60,7 +47,7 @@ def make_tile_graph(rng: np.random.Generator, c: int, *, labelled: bool = True) 
     config[:, 14], config[:, 15] = bounds.sum(1), bounds.prod(1)
     runtime = (1e7 / bounds.prod(1) * rng.uniform(0.98, 1.02, size=c)).astype(np.int64) + 1
     return TileGraph(
-        node_feat=_node_feat([shape, shape]),
+        node_feat=node_features([shape, shape]),
         node_opcode=np.array([OPCODE_IDS["parameter"], OPCODE_IDS["exponential"]], np.uint8),
         edge_index=np.array([[1, 0]], np.int64),
         config_runtime=runtime if labelled else np.zeros(c, np.int64),
@@ -83,7 +70,7 @@ def make_layout_graph(rng: np.random.Generator, c: int, nc: int = 4) -> LayoutGr
     slow = (minor == 0).sum(1)
     runtime = (1000 + 100 * slow + rng.integers(0, 10, size=c)).astype(np.int64)
     return LayoutGraph(
-        node_feat=_node_feat(shapes), node_opcode=np.array(opcodes, np.uint8), edge_index=edges,
+        node_feat=node_features(shapes), node_opcode=np.array(opcodes, np.uint8), edge_index=edges,
         config_runtime=runtime, node_config_feat=feat, node_config_ids=np.arange(1, nc + 1, dtype=np.int64),
         node_splits=np.array([[0]], np.int64),
     )
