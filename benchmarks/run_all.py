@@ -15,7 +15,9 @@ BENCHMARKS = (
     "benchmarks.bench_scoring",
     "benchmarks.bench_pruning",
     "benchmarks.bench_inspect",
+    "benchmarks.bench_cache",
     "benchmarks.bench_solutions",
+    "benchmarks.bench_realscale_training",
     "benchmarks.bench_leaderboard",
 )
 

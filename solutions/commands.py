@@ -30,6 +30,7 @@ examples:
   tpugraphs solve --data data/demo/public --method gbdt --out gbdt.csv --collection tile:xla
   tpugraphs solve --data data/demo/public --out sub.csv --predict-only
   tpugraphs solve --data data/demo/public --out sub.csv --param layout_epochs=40 --param hidden=64
+  tpugraphs solve --data data/kaggle --out sub.csv --collection layout:nlp:random --cache-dir cache/
 """
 
 
@@ -56,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="load the models saved in --model-dir instead of training")
     parser.add_argument("--time-budget", type=float, metavar="SECONDS",
                         help="soft limit on training time per collection")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="keep processed layout graphs here (memory-mapped configs, built once per file and "
+                             "reused): lets the gnn train on 100k-config graphs without loading them whole")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting of the method (repeatable), e.g. layout_epochs=40; VALUE is read as JSON "
                              "when it parses (numbers, true/false, null), as text otherwise")
@@ -94,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     if args.time_budget is not None and args.time_budget <= 0:
         raise UsageError(f"--time-budget must be > 0 seconds, got {args.time_budget}")
     options = FitOptions(seed=args.seed, device=args.device, prune=args.prune, compress=args.compress,
-                         progress=not args.quiet, time_budget_s=args.time_budget)
+                         progress=not args.quiet, time_budget_s=args.time_budget,
+                         cache_dir=Path(args.cache_dir) if args.cache_dir else None)
     try:
         report = solve(
             args.data, args.method, args.out, collections=args.collection, options=options,

@@ -329,3 +329,59 @@ def test_nothing_to_learn_is_an_error():
     with pytest.raises(ValueError, match="nothing to learn from"):
         train(LayoutRanker(hidden=8, layers=1), [example], [], GNNConfig(), seed=0, device=torch.device("cpu"),
               progress=False)
+
+
+# -- reading layout graphs through the processed cache (FitOptions.cache_dir) --------------------------
+
+
+def test_cached_example_matches_the_in_memory_one(tmp_path):
+    from competition.cache import build_cache
+    from competition.graphs import save_graph
+    from solutions.gnn.data import cached_layout_example
+
+    graph = layout_graph(num_configs=40, seed=5)
+    graph.node_config_feat[7], graph.config_runtime[7] = graph.node_config_feat[3], 1  # a faster duplicate
+    save_graph(graph, tmp_path / "g.npz")
+    cached = build_cache(tmp_path / "g.npz", tmp_path / "cache")
+    for prune, compress in [(True, True), (False, False)]:
+        want = layout_example("g", graph, prune=prune, compress=compress)
+        got = cached_layout_example("g", cached, prune=prune, compress=compress, chunk_configs=3)
+        assert got.num_configs == want.num_configs and got.pruning == want.pruning
+        for name in ("node_feat", "node_opcode", "edge_index", "config_node_ids", "common_rows"):
+            torch.testing.assert_close(getattr(got.inputs, name), getattr(want.inputs, name), rtol=0, atol=0)
+        torch.testing.assert_close(got.runtime, want.runtime, rtol=0, atol=0)
+        np.testing.assert_array_equal(got.expand(np.arange(got.num_configs)), want.expand(np.arange(want.num_configs)))
+        index = torch.tensor([4, 0, 4, got.num_configs - 1])
+        torch.testing.assert_close(got.configs.digits(index), want.configs.digits(index), rtol=0, atol=0)
+        torch.testing.assert_close(got.configs.subset(index).digits(), want.configs.digits(index), rtol=0, atol=0)
+        assert cached._config_map is None  # every read closes the memory map again
+
+
+def test_fit_through_the_cache_gives_the_same_model(tiny_competition, tmp_path):
+    graphs = list(iter_split(tiny_competition / "public", LAYOUT, "test"))
+    plain, cached = fit(tiny_competition, LAYOUT), fit(tiny_competition, LAYOUT, cache_dir=tmp_path / "cache")
+    assert cached.result.history == [{**h, "seconds": c["seconds"]} for h, c in
+                                     zip(plain.result.history, cached.result.history, strict=True)]
+    for _, graph in graphs:
+        np.testing.assert_array_equal(cached.predict(LAYOUT, graph), plain.predict(LAYOUT, graph))
+    folder = tmp_path / "cache" / LAYOUT.subpath
+    assert sorted(p.name for p in folder.iterdir()) == ["train", "valid"]  # test graphs come from the runner
+
+
+def test_solve_reuses_the_cache_and_writes_the_same_submission(tiny_competition, tmp_path):
+    from competition.cache import MANIFEST_NAME
+    from competition.cli import main
+
+    public, quick = tiny_competition / "public", ["--param", "layout_epochs=2", "--param", "hidden=16",
+                                                 "--param", "layers=2", "--param", "valid_configs=16"]
+    common = ["solve", "--data", str(public), "--collection", LAYOUT.name, "--quiet", *quick]
+    assert main([*common, "--out", str(tmp_path / "plain.csv")]) == 0
+    cache = tmp_path / "cache"
+    assert main([*common, "--out", str(tmp_path / "cached.csv"), "--cache-dir", str(cache)]) == 0
+    manifests = sorted((cache / LAYOUT.subpath).glob(f"*/*/{MANIFEST_NAME}"))
+    assert manifests and {m.parent.parent.name for m in manifests} == {"train", "valid"}
+    built = {m: m.stat().st_mtime_ns for m in manifests}
+    assert main([*common, "--out", str(tmp_path / "again.csv"), "--cache-dir", str(cache)]) == 0
+    assert {m: m.stat().st_mtime_ns for m in manifests} == built  # reused, not rebuilt
+    plain = (tmp_path / "plain.csv").read_bytes()
+    assert (tmp_path / "cached.csv").read_bytes() == plain == (tmp_path / "again.csv").read_bytes()

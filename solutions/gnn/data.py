@@ -14,6 +14,11 @@ CPU (a step moves what it samples to the device). The preprocessing is what make
   (c, nc, 3) int32 instead of (c, nc, 18) float32 (6x smaller; ``competition.compact``), and the
   sampled configs are decoded on the fly into slot digits. Without compression it is kept as the
   released float32 array. Both give the same digits (``ConfigStore.digits``).
+- **Processed cache** (``cached_layout_example``, used when ``FitOptions.cache_dir`` is set): the
+  configs stay in ``competition.cache``'s memory-mapped int8 file and each step reads only the
+  configs it samples (``CachedConfigStore``); deduplication and the common rows are computed from
+  per-config codes built chunk by chunk, so memory does not grow with the config count beyond a few
+  int64 per config (one (c, nc) int64 code array while the example is built).
 
 Tensor conventions: edges are PyG's (2, m) ``[source, target]`` with source = producer and
 target = consumer (the released rows are ``[consumer, producer]``, facts §2), so a plain
@@ -28,14 +33,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from competition.cache import CachedGraph
 from competition.compact import LAYOUT_SLOTS, LAYOUT_VALUE_MIN, pack_layout_configs, pack_layout_vector_codes
-from competition.graphs import LayoutGraph, TileGraph
+from competition.graphs import LAYOUT_CONFIG_DIM, LayoutGraph, TileGraph
 from solutions.compression import deduplicate_configs
 from solutions.features import scale_node_features, scale_tile_config_features
 from solutions.pruning import GraphTransform, OneHop, PruningStats
 
 LAYOUT_DIGITS = 7  # a layout slot takes a value in -1..5, stored as the digit value + 1 in 0..6
 LAYOUT_SLOTS_PER_ROW = 3 * LAYOUT_SLOTS  # 18: output, input, kernel layout
+CODE_CHUNK_CONFIGS = 4096  # cached configs packed to codes per step (4096 x 121 x 18 int8 = 9 MB)
 _DIGIT_WEIGHTS = LAYOUT_DIGITS ** torch.arange(LAYOUT_SLOTS - 1, -1, -1)  # (6,) most significant first
 
 
@@ -93,6 +100,49 @@ class ConfigStore:
         digits = torch.div(packed, _DIGIT_WEIGHTS, rounding_mode="floor") % LAYOUT_DIGITS  # (k, nc, 3, 6)
         return digits.flatten(-2)
 
+    def subset(self, index: torch.Tensor) -> ConfigStore:
+        """An in-memory store of the configs at ``index`` (k,), in that order."""
+        return ConfigStore(self.data[index], self.packed)
+
+
+@dataclass
+class CachedConfigStore:
+    """The configs of one layout graph left in its processed cache (``competition.cache``).
+
+    ``rows[i]`` is the file index of kept config ``i`` (the distinct configs when deduplicated).
+    ``digits(index)`` reads only those configs from the memory-mapped int8 tensor and then closes
+    the map, so the pages it touched leave the process's resident memory between steps.
+    """
+
+    graph: CachedGraph
+    rows: np.ndarray  # (c,) int64 file index of each kept config
+
+    @property
+    def num_configs(self) -> int:
+        return int(self.rows.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in memory (the configs themselves stay on disk)."""
+        return int(self.rows.nbytes)
+
+    def digits(self, index: torch.Tensor | None = None) -> torch.Tensor:
+        """Slot digits of the chosen configs: (k,) -> (k, nc, 18) int64 in 0..6, as ``ConfigStore.digits``."""
+        rows = self.rows if index is None else self.rows[np.asarray(index, dtype=np.int64)]
+        try:
+            values = self.graph.configs_int8(rows)
+        finally:
+            self.graph.close()
+        return torch.from_numpy(values.astype(np.int64) - LAYOUT_VALUE_MIN)
+
+    def subset(self, index: torch.Tensor) -> ConfigStore:
+        """An in-memory (float32, as released) store of the configs at ``index`` (k,), in that order."""
+        rows = self.rows[np.asarray(index, dtype=np.int64)]
+        try:
+            return ConfigStore(torch.from_numpy(self.graph.configs(rows)), packed=False)
+        finally:
+            self.graph.close()
+
 
 def most_common_rows(node_config_feat: np.ndarray) -> np.ndarray:
     """Each configurable node's most frequent 18-d row over the file's configs, as digits.
@@ -106,13 +156,39 @@ def most_common_rows(node_config_feat: np.ndarray) -> np.ndarray:
     configs = np.asarray(node_config_feat)
     if configs.shape[0] == 0:
         return np.zeros(configs.shape[1:], dtype=np.int64)
-    codes = pack_layout_vector_codes(configs)  # (c, nc) one int64 per row
-    out = np.empty(configs.shape[1:], dtype=np.int64)
+    first = most_common_config(pack_layout_vector_codes(configs))
+    return (configs[first, np.arange(configs.shape[1])] - LAYOUT_VALUE_MIN).astype(np.int64)
+
+
+def most_common_config(codes: np.ndarray) -> np.ndarray:
+    """For each configurable node, the first config holding its most frequent row (ties: smallest code).
+
+    Shapes: (c, nc) int64 row codes (``pack_layout_vector_codes``), c >= 1 -> (nc,) int64 config indices.
+    """
+    first = np.empty(codes.shape[1], dtype=np.int64)
     for j in range(codes.shape[1]):
         values, counts = np.unique(codes[:, j], return_counts=True)
-        first = int(np.flatnonzero(codes[:, j] == values[np.argmax(counts)])[0])
-        out[j] = configs[first, j] - LAYOUT_VALUE_MIN
-    return out
+        first[j] = np.flatnonzero(codes[:, j] == values[np.argmax(counts)])[0]
+    return first
+
+
+def cached_config_codes(graph: CachedGraph, chunk_configs: int = CODE_CHUNK_CONFIGS) -> np.ndarray:
+    """One int64 code per (config, configurable node) row of a cached graph, packed chunk by chunk.
+
+    Never materialises the float32 tensor: peak extra memory is one chunk of int8 configs and its
+    codes. Closes the graph's memory map afterwards.
+
+    Shapes: -> (c, nc) int64, equal to ``pack_layout_vector_codes`` of the released configs.
+    """
+    codes = np.empty((graph.num_configs, graph.num_configurable), dtype=np.int64)
+    try:
+        configs = graph.node_config_feat
+        for start in range(0, graph.num_configs, chunk_configs):
+            stop = min(graph.num_configs, start + chunk_configs)
+            codes[start:stop] = pack_layout_vector_codes(np.asarray(configs[start:stop]))
+    finally:
+        graph.close()
+    return codes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -150,7 +226,7 @@ class LayoutExample:
 
     row_id: str
     inputs: LayoutInputs
-    configs: ConfigStore  # c configs
+    configs: ConfigStore | CachedConfigStore  # c configs
     runtime: torch.Tensor | None  # (c,) float64 ns (min over duplicates); None for unlabeled graphs
     config_inverse: np.ndarray | None  # (c0,) int64 kept config of each file config; None = identity
     pruning: PruningStats | None = None
@@ -219,6 +295,56 @@ def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bo
         row_id=row_id,
         inputs=inputs,
         configs=ConfigStore.from_configs(configs, packed=compress),
+        runtime=torch.from_numpy(runtime.astype(np.float64)) if labeled else None,
+        config_inverse=inverse,
+        pruning=stats,
+    )
+
+
+def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compress: bool,
+                          transform: GraphTransform | None = None,
+                          chunk_configs: int = CODE_CHUNK_CONFIGS) -> LayoutExample:
+    """``layout_example`` for a graph in the processed cache: the same example, configs left on disk.
+
+    Pruning, scaling, deduplication (same distinct configs, same min runtimes, same order) and the
+    common rows match ``layout_example`` on the released graph exactly, and ``digits`` gives the same
+    values; only the config storage differs (a ``CachedConfigStore`` instead of a ``ConfigStore``).
+    """
+    arrays = graph.graph_arrays()
+    runtime = arrays.pop("config_runtime")
+    nc = graph.num_configurable
+    # Pruning and scaling read only the node arrays: the skeleton carries no configs.
+    skeleton = LayoutGraph(node_config_feat=np.zeros((0, nc, LAYOUT_CONFIG_DIM), np.float32),
+                           config_runtime=runtime[:0], **arrays)
+    stats = None
+    if prune:
+        result = (transform or default_pruning()).prune(skeleton)
+        skeleton, stats = result.graph, result.stats
+    feat, opcode, edges = graph_tensors(skeleton.node_feat, skeleton.node_opcode, skeleton.edge_index)
+    codes = cached_config_codes(graph, chunk_configs)
+    if graph.num_configs:
+        first = most_common_config(codes)
+        try:
+            common = graph.node_config_feat[first, np.arange(nc)].astype(np.int64) - LAYOUT_VALUE_MIN
+        finally:
+            graph.close()
+    else:
+        common = np.zeros((nc, LAYOUT_CONFIG_DIM), dtype=np.int64)
+    inputs = LayoutInputs(feat, opcode, edges,
+                          torch.from_numpy(np.asarray(skeleton.node_config_ids, dtype=np.int64)),
+                          torch.from_numpy(common))
+    labeled = _labeled(runtime)
+    rows, inverse = np.arange(graph.num_configs, dtype=np.int64), None
+    if compress:
+        dedup = deduplicate_configs(codes, runtime if labeled else None, policy="min")
+        if dedup.num_unique < dedup.num_configs:
+            rows, inverse = dedup.unique_index.astype(np.int64), dedup.inverse
+            runtime = dedup.runtime if labeled else runtime[dedup.unique_index]
+    del codes
+    return LayoutExample(
+        row_id=row_id,
+        inputs=inputs,
+        configs=CachedConfigStore(graph, rows),
         runtime=torch.from_numpy(runtime.astype(np.float64)) if labeled else None,
         config_inverse=inverse,
         pruning=stats,

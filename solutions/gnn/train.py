@@ -35,7 +35,7 @@ import torch
 from tqdm.auto import tqdm
 
 from competition.metrics import kendall_tau_score, tile_slowdown_score
-from solutions.gnn.data import ConfigStore, LayoutExample, TileExample, tile_batch
+from solutions.gnn.data import LayoutExample, TileExample, tile_batch
 from solutions.gnn.model import LayoutRanker, TileRanker
 
 LOSSES = ("hinge", "listmle")
@@ -184,7 +184,7 @@ def layout_selection_sample(example: LayoutExample, max_configs: int, rng: np.ra
     index = torch.from_numpy(np.sort(rng.choice(example.num_configs, size=max_configs, replace=False)))
     return LayoutExample(
         row_id=example.row_id, inputs=example.inputs,
-        configs=ConfigStore(example.configs.data[index], example.configs.packed),
+        configs=example.configs.subset(index),
         runtime=example.runtime[index], config_inverse=None, pruning=example.pruning,
     )
 
