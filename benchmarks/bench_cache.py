@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.measure import measure_python
 from benchmarks.realscale import NLP_CONFIGS, write_nlp_npz
 from competition.cache import build_cache, open_cache
 from competition.graphs import read_config_count
@@ -39,17 +38,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET_SPEEDUP = 5.0
 BATCH = 64
 
-# Runs a command and reports its peak resident memory (ru_maxrss of the waited-for child, in KiB).
-_MEASURE = """
-import resource, subprocess, sys, time
-started = time.perf_counter()
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-elapsed = time.perf_counter() - started
-if done.returncode:
-    sys.exit(done.stderr)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, elapsed)
-print(done.stderr)
-"""
 _BUILD = "import sys; from competition.cache import build_cache; build_cache(sys.argv[1], sys.argv[2], force=True)"
 _READ_CACHE = """
 import sys, numpy as np
@@ -74,13 +62,8 @@ np.load(sys.argv[1])["node_config_feat"][np.random.default_rng(0).integers(0, in
 
 def _peak(code: str, *args: str) -> tuple[float, float, str]:
     """(peak RSS in MiB, seconds, its stderr) of ``python -c code args`` run in a fresh process."""
-    out = subprocess.run(
-        [sys.executable, "-c", _MEASURE, sys.executable, "-c", code, *args], capture_output=True, text=True,
-        check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    first, _, rest = out.stdout.partition("\n")
-    kib, seconds = first.split()
-    return int(kib) / 1024, float(seconds), rest.strip()
+    measured = measure_python(code, *args)
+    return measured.peak_mb, measured.seconds, measured.stderr.strip()
 
 
 def read_npz_whole(path: Path, indices: np.ndarray) -> np.ndarray:

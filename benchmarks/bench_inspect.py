@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.measure import measure_command, measure_python
 from benchmarks.realscale import NLP_CONFIGS, write_nlp_npz
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,27 +32,6 @@ import sys, numpy as np
 feat = np.load(sys.argv[1])["node_config_feat"]
 print(len(np.unique(feat.reshape(feat.shape[0], -1), axis=0)))
 """
-# Runs a command and reports its peak resident memory (ru_maxrss of the waited-for child, in KiB).
-_MEASURE = """
-import resource, subprocess, sys, time
-started = time.perf_counter()
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-elapsed = time.perf_counter() - started
-if done.returncode:
-    sys.exit(done.stderr)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, elapsed)
-print(done.stdout)
-"""
-
-
-def _peak(cmd: list[str]) -> tuple[float, float, str]:
-    out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=True,
-                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    first, _, rest = out.stdout.partition("\n")
-    kib, seconds = first.split()
-    return int(kib) / 1024, float(seconds), rest.strip()
-
-
 def run(configs: int = NLP_CONFIGS, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = keep or Path(tmp) / "albert_like.npz"
@@ -61,8 +39,10 @@ def run(configs: int = NLP_CONFIGS, keep: Path | None = None) -> dict:
             started = time.perf_counter()
             write_nlp_npz(path, num_configs=configs)
             print(f"generated {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - started:.0f} s")
-        kit_mb, kit_s, kit_out = _peak([sys.executable, "-m", "competition.cli", "inspect", str(path), "--json"])
-        base_mb, base_s, base_out = _peak([sys.executable, "-c", _BASELINE, str(path)])
+        kit = measure_command([sys.executable, "-m", "competition.cli", "inspect", str(path), "--json"])
+        base = measure_python(_BASELINE, str(path))
+    kit_mb, kit_s, kit_out = kit.peak_mb, kit.seconds, kit.stdout.strip()
+    base_mb, base_s, base_out = base.peak_mb, base.seconds, base.stdout.strip()
     summary = json.loads(kit_out)
     return {
         "configs": summary["configs"],

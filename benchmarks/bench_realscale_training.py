@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -32,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.measure import measure_python
 from benchmarks.realscale import NLP_CONFIGS, write_nlp_npz
 from competition.collections import COLLECTION_BY_NAME
 from competition.graphs import load_graph, save_graph
@@ -40,18 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 COLLECTION = COLLECTION_BY_NAME["layout:nlp:random"]
 TARGET_GB = 8.0
 SMALL_CONFIGS = 2_000  # valid and test graphs: enough to score, small enough to load whole
-
-# Runs a command and prints its peak resident memory (ru_maxrss of the waited-for child, KiB) and wall time.
-_MEASURE = """
-import resource, subprocess, sys, time
-started = time.perf_counter()
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-elapsed = time.perf_counter() - started
-if done.returncode:
-    sys.exit(done.stdout + done.stderr)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, elapsed)
-print(done.stdout.strip().splitlines()[-1])
-"""
 
 # One solve run; argv: data_dir out cache_dir|"" params_json time_budget_s. Prints the report summary.
 _SOLVE = """
@@ -91,14 +78,10 @@ def write_data(root: Path, graphs: int) -> Path:
 
 def measure(data: Path, out: Path, cache: Path | None, params: dict, budget_s: float) -> dict:
     """Run one solve in a fresh process; its peak RSS (GB), wall time and report summary."""
-    command = [sys.executable, "-c", _MEASURE, sys.executable, "-c", _SOLVE, str(data), str(out),
-               str(cache) if cache else "", json.dumps(params), str(budget_s)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    if done.returncode:
-        raise RuntimeError(f"solve failed:\n{done.stderr}")
-    first, summary = done.stdout.strip().splitlines()[-2:]
-    peak_kib, seconds = first.split()
-    return {"peak_gb": int(peak_kib) / 2**20, "seconds": float(seconds), **json.loads(summary)}
+    measured = measure_python(_SOLVE, str(data), str(out), str(cache) if cache else "", json.dumps(params),
+                              str(budget_s))
+    summary = measured.stdout.strip().splitlines()[-1]
+    return {"peak_gb": measured.peak_mb / 1024, "seconds": measured.seconds, **json.loads(summary)}
 
 
 def main() -> int:
