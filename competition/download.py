@@ -31,7 +31,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -301,18 +301,31 @@ def download_mirror(
                 archive.unlink()  # a complete but unreadable file cannot be resumed into a good one
                 raise DownloadError(f"{exc} (archive deleted; a rerun downloads it again)") from None
             _record_sha256(out, archive, expected_sha256)
-        try:
-            report.installed += unpack_tar(archive, out, [part])
-        except DownloadError as exc:
-            if keep_archives:
-                raise DownloadError(f"{exc} (archive kept for inspection; delete it before rerunning)") from None
-            archive.unlink()
-            raise DownloadError(f"{exc} (archive deleted)") from None
-        if keep_archives:
-            report.archives.append(archive)
-        else:
-            archive.unlink()
+        report.installed += _unpack_archive(archive, keep_archives, report, unpack_tar, out, [part])
     return report
+
+
+def _unpack_archive(
+    archive: Path, keep_archives: bool, report: DownloadReport,
+    unpack: Callable[[Path, Path, Sequence[Part]], list[Part]], out: Path, parts: Sequence[Part],
+) -> list[Part]:
+    """Run ``unpack(archive, out, parts)``; then keep the archive (``--keep-archives``) or delete it, also when it fails.
+
+    A complete archive that fails to unpack is deleted so that a rerun fetches it again, unless the
+    user asked to keep archives for inspection.
+    """
+    try:
+        installed = unpack(archive, out, parts)
+    except DownloadError as exc:
+        if keep_archives:
+            raise DownloadError(f"{exc} (archive kept for inspection; delete it before rerunning)") from None
+        archive.unlink()
+        raise DownloadError(f"{exc} (archive deleted; a rerun downloads it again)") from None
+    if keep_archives:
+        report.archives.append(archive)
+    else:
+        archive.unlink()
+    return installed
 
 
 def download_kaggle(out: Path, parts: Sequence[Part], *, keep_archives: bool = False) -> DownloadReport:
@@ -328,15 +341,5 @@ def download_kaggle(out: Path, parts: Sequence[Part], *, keep_archives: bool = F
         archive = download_competition_zip(out / DOWNLOADS_DIR)
     except KaggleError as exc:
         raise DownloadError(str(exc)) from None
-    try:
-        report.installed = unpack_kaggle_zip(archive, out, missing)
-    except DownloadError as exc:
-        if keep_archives:
-            raise DownloadError(f"{exc} (archive kept for inspection; delete it before rerunning)") from None
-        archive.unlink()
-        raise DownloadError(f"{exc} (archive deleted; a rerun downloads it again)") from None
-    if keep_archives:
-        report.archives.append(archive)
-    else:
-        archive.unlink()
+    report.installed = _unpack_archive(archive, keep_archives, report, unpack_kaggle_zip, out, missing)
     return report
