@@ -184,14 +184,14 @@ def embedded_competition(
     in a temporary sibling folder and renamed into place, so an interrupted build never leaves a
     half-written competition that a later call would take for a complete one.
     """
-    from competition.synth import SCALES, generate_competition
+    from competition.synth import GENERATOR_VERSION, SCALES, generate_competition
 
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r} (from the argument or ${SCALE_ENV}); "
                          f"expected one of {', '.join(SCALES)}")
     root = Path(root).expanduser() if root is not None else default_embedded_root()
     target = root / f"{scale}-seed{seed}"
-    if _is_complete(target):
+    if _is_complete(target, GENERATOR_VERSION):
         return target
     root.mkdir(parents=True, exist_ok=True)
     partial = root / f".{target.name}.partial-{os.getpid()}"
@@ -201,19 +201,31 @@ def embedded_competition(
               file=sys.stderr)
     try:
         generate_competition(partial, scale=scale, seed=seed, progress=progress)
-        if target.exists():  # an unfinished folder from an older run, or another process was faster
-            if _is_complete(target):
+        (partial / _VERSION_FILE).write_text(f"{GENERATOR_VERSION}\n")
+        if target.exists():  # unfinished, made by another generator version, or another process was faster
+            if _is_complete(target, GENERATOR_VERSION):
                 return target
             shutil.rmtree(target)
         try:
             partial.rename(target)
         except OSError:
-            if not _is_complete(target):  # another process renamed its copy first: use that one
+            if not _is_complete(target, GENERATOR_VERSION):  # another process renamed its copy first
                 raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return target
 
 
-def _is_complete(out: Path) -> bool:
-    return (out / "public" / "sample_submission.csv").is_file() and (out / "private" / "solution.csv").is_file()
+# Written beside public/ and private/ (outside the Kaggle tree): a competition made by another version
+# of the generator is stale and is rebuilt rather than silently reused.
+_VERSION_FILE = "generator-version"
+
+
+def _is_complete(out: Path, generator_version: int) -> bool:
+    version = out / _VERSION_FILE
+    return (
+        (out / "public" / "sample_submission.csv").is_file()
+        and (out / "private" / "solution.csv").is_file()
+        and version.is_file()
+        and version.read_text().strip() == str(generator_version)
+    )

@@ -352,3 +352,11 @@ def test_notebook_runs_on_the_tiny_competition(path: Path, tiny_competition: Pat
     assert submission.is_file(), f"{path.name} did not write submission.csv in its working folder"
     result = validate_submission(submission, expected_from_data_dir(public))
     assert result.ok, format_problems(result, source_name=str(submission))
+
+
+def test_competition_from_another_generator_version_is_rebuilt(clean_env):
+    target = find_data(scale="tiny").public_dir.parent
+    (target / "generator-version").write_text("0\n")  # as if an older generator had made it
+    find_data(scale="tiny")
+    assert len(clean_env["calls"]) == 2
+    assert (target / "generator-version").read_text().strip() != "0"
