@@ -12,7 +12,7 @@ Tile ``config_feat`` (tile bounds, sums and products) gets the same scaling. Lay
 ``node_config_feat`` is not scaled: its values are categorical dimension indices (-1..5) and are
 embedded instead (``solutions.gnn``).
 
-Column indices follow the upstream README order (checked against the released files):
+Column groups are named by their first and last columns in ``competition.hlo`` (upstream README order):
 
 >>> NODE_FEAT_COLUMNS["shape_dimensions"], NODE_FEAT_COLUMNS["layout_minor_to_major"]
 (slice(21, 27, None), slice(134, 140, None))
@@ -25,25 +25,36 @@ from __future__ import annotations
 import numpy as np
 
 from competition.graphs import NODE_FEAT_DIM, TILE_CONFIG_DIM
+from competition.hlo import NODE_FEATURE_NAMES, TILE_CONFIG_NAMES
+
+
+def _span(names: tuple[str, ...], first: str, last: str) -> slice:
+    """The columns from ``first`` to ``last`` (inclusive) of a column table of competition.hlo."""
+    return slice(names.index(first), names.index(last) + 1)
+
 
 #: Groups of ``node_feat`` columns a model may want by name (half-open ranges, README order).
 NODE_FEAT_COLUMNS: dict[str, slice] = {
-    "is_root": slice(0, 1),
-    "element_size_in_bits": slice(1, 2),
-    "element_type_one_hot": slice(2, 21),
-    "shape_dimensions": slice(21, 27),  # sizes of the (up to 6) output dimensions, 0-padded
-    "shape_dimensions_sum_product": slice(27, 29),
-    "dimensions": slice(31, 37),  # e.g. reduce / transpose / broadcast dimensions
-    "window": slice(37, 93),
-    "convolution_dim_numbers": slice(93, 107),
-    "layout_minor_to_major": slice(134, 140),  # the compiled default layout of the output
+    "is_root": _span(NODE_FEATURE_NAMES, "is_root", "is_root"),
+    "element_size_in_bits": _span(NODE_FEATURE_NAMES, "element_size_in_bits", "element_size_in_bits"),
+    "element_type_one_hot": _span(NODE_FEATURE_NAMES, "shape_element_type_is_invalid_type",
+                                  "shape_element_type_is_token"),
+    # sizes of the (up to 6) output dimensions, 0-padded
+    "shape_dimensions": _span(NODE_FEATURE_NAMES, "shape_dimensions_0", "shape_dimensions_5"),
+    "shape_dimensions_sum_product": _span(NODE_FEATURE_NAMES, "shape_dimensions_sum", "shape_dimensions_product"),
+    # e.g. reduce / transpose / broadcast dimensions
+    "dimensions": _span(NODE_FEATURE_NAMES, "dimensions_0", "dimensions_5"),
+    "window": _span(NODE_FEATURE_NAMES, "window_size_0", "window_window_reversal_false_count"),
+    "convolution_dim_numbers": _span(NODE_FEATURE_NAMES, "convolution_dim_numbers_input_batch_dim",
+                                     "convolution_dim_numbers_output_feature_dim"),
+    # the compiled default layout of the output
+    "layout_minor_to_major": _span(NODE_FEATURE_NAMES, "layout_minor_to_major_0", "layout_minor_to_major_5"),
 }
 
 #: Columns of tile ``config_feat``: kernel, output and input bounds, 6 dims + sum + product each.
 TILE_CONFIG_COLUMNS: dict[str, slice] = {
-    "kernel_bounds": slice(0, 8),
-    "output_bounds": slice(8, 16),
-    "input_bounds": slice(16, 24),
+    part: _span(TILE_CONFIG_NAMES, f"{part}_0", f"{part}_product")
+    for part in ("kernel_bounds", "output_bounds", "input_bounds")
 }
 
 
