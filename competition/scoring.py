@@ -242,10 +242,7 @@ def _read_solution(reader: Iterable[list[str]], name: str) -> Solution:
 def graph_scores(labels: CollectionLabels, rows: Mapping[str, np.ndarray]) -> np.ndarray:
     """Per-graph metric values of one collection, in solution order. ``rows`` must hold every ID."""
     if labels.collection.is_tile:
-        top = np.full((len(labels.ids), TILE_TOP_K), -1, dtype=np.int64)
-        for g, row_id in enumerate(labels.ids):
-            listed = rows[row_id][:TILE_TOP_K]
-            top[g, : listed.size] = listed
+        top = metrics.pack_top_configs([rows[row_id] for row_id in labels.ids], k=TILE_TOP_K)
         return metrics.score_tile_labels(top, labels.prepared)
     orders = np.concatenate([rows[row_id] for row_id in labels.ids])
     return metrics.score_layout_labels(orders, labels.prepared)
