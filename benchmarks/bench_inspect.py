@@ -18,11 +18,10 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from benchmarks.measure import measure_command, measure_python
-from benchmarks.realscale import NLP_CONFIGS, write_nlp_npz
+from benchmarks.realscale import NLP_CONFIGS, worst_case_nlp_npz
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_MB = 350
@@ -34,11 +33,7 @@ print(len(np.unique(feat.reshape(feat.shape[0], -1), axis=0)))
 """
 def run(configs: int = NLP_CONFIGS, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        path = keep or Path(tmp) / "albert_like.npz"
-        if not path.exists():
-            started = time.perf_counter()
-            write_nlp_npz(path, num_configs=configs)
-            print(f"generated {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - started:.0f} s")
+        path = worst_case_nlp_npz(keep or Path(tmp) / "albert_like.npz", num_configs=configs)
         kit = measure_command([sys.executable, "-m", "competition.cli", "inspect", str(path), "--json"])
         base = measure_python(_BASELINE, str(path))
     kit_mb, kit_s, kit_out = kit.peak_mb, kit.seconds, kit.stdout.strip()

@@ -172,6 +172,15 @@ def write_nlp_npz(
     return path
 
 
+def worst_case_nlp_npz(path: Path, *, num_configs: int = NLP_CONFIGS) -> Path:
+    """The worst-case nlp file at ``path``: reused when it exists (``--keep``), written otherwise."""
+    if not path.exists():
+        started = time.perf_counter()
+        write_nlp_npz(path, num_configs=num_configs)
+        print(f"generated {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - started:.0f} s")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="npz file to write")
