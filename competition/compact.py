@@ -136,13 +136,24 @@ def from_int8(configs: np.ndarray) -> np.ndarray:
     return arr.astype(np.float32)
 
 
+def _pack_vectors(vectors: np.ndarray, offset: int, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """(k, 6) layout vectors (slots -1..5, validated) -> (k,) int32 base-7 codes.
+
+    ``offset`` is the flat position of ``vectors[0, 0]`` in the array of ``shape``, for the message.
+    """
+    check_layout_chunk(vectors, offset, shape, name)
+    digits = vectors.astype(np.float32) - LAYOUT_VALUE_MIN  # 0..6
+    return (digits @ _SLOT_WEIGHTS.astype(np.float32)).astype(np.int32)
+
+
 def pack_layout_configs(node_config_feat: np.ndarray, *, name: str = "node_config_feat") -> np.ndarray:
     """Pack each 6-slot layout vector into one base-7 integer, validated.
 
     ``packed = sum((slot_i + 1) * 7**(5 - i) for i in 0..5)``; -1 (unset) is digit 0.
 
     Arguments:
-        node_config_feat: float32 (released) or integer (e.g. ``to_int8``) layout configs.
+        node_config_feat: float32 (released) or integer (e.g. ``to_int8``, or the cache's memory-mapped
+            int8) layout configs; read a chunk at a time.
 
     Shapes:
         (c, nc, 18) -> (c, nc, 3) int32 (any leading shape works: (..., 18) -> (..., 3)).
@@ -152,12 +163,8 @@ def pack_layout_configs(node_config_feat: np.ndarray, *, name: str = "node_confi
     lead = arr.shape[:-1]
     vectors = arr.reshape(-1, LAYOUT_SLOTS)  # one row per 6-slot vector
     out = np.empty(vectors.shape[0], dtype=np.int32)
-    weights = _SLOT_WEIGHTS.astype(np.float32)
     for rows in _chunks(vectors.shape[0], LAYOUT_SLOTS):
-        chunk = vectors[rows]
-        check_layout_chunk(chunk, rows.start * LAYOUT_SLOTS, arr.shape, name)
-        digits = chunk.astype(np.float32) - LAYOUT_VALUE_MIN  # 0..6
-        out[rows] = digits @ weights
+        out[rows] = _pack_vectors(vectors[rows], rows.start * LAYOUT_SLOTS, arr.shape, name)
     return out.reshape(*lead, len(LAYOUT_VECTORS))
 
 
@@ -193,13 +200,22 @@ def pack_layout_vector_codes(node_config_feat: np.ndarray, *, name: str = "node_
     """One int64 code per 18-d row (the three packed vectors as base-7**6 digits), validated.
 
     Two rows are equal exactly when their codes are equal, and codes order rows lexicographically:
-    a 1-D key for ``np.unique`` / hashing.
+    a 1-D key for ``np.unique`` / hashing. Rows are packed a chunk at a time, so the only array as
+    large as the input's row count is the result (8 bytes per row): a memory-mapped (c, nc, 18) int8
+    tensor of 100k configs is read once and never held whole.
 
     Shapes:
         (..., 18) -> (...) int64, values in 0 .. 7**18 - 1.
     """
-    packed = pack_layout_configs(node_config_feat, name=name)
-    return packed.astype(np.int64) @ _VECTOR_WEIGHTS
+    arr = np.asarray(node_config_feat)
+    _check_last_axis(arr, LAYOUT_ROW_DIM, name)
+    rows = arr.reshape(-1, LAYOUT_ROW_DIM)
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    for part in _chunks(rows.shape[0], LAYOUT_ROW_DIM):
+        vectors = rows[part].reshape(-1, LAYOUT_SLOTS)
+        packed = _pack_vectors(vectors, part.start * LAYOUT_ROW_DIM, arr.shape, name)
+        out[part] = packed.reshape(-1, len(LAYOUT_VECTORS)).astype(np.int64) @ _VECTOR_WEIGHTS
+    return out.reshape(arr.shape[:-1])
 
 
 def storage_bytes(num_configs: int, num_configurable: int) -> dict[str, int]:

@@ -97,6 +97,16 @@ def test_matches_slow_definition():
                 assert packed[c, n, v] == slow_pack(feat[c, n, 6 * v : 6 * v + 6])
 
 
+def test_codes_of_a_memory_mapped_int8_tensor(tmp_path, monkeypatch):
+    """The cache's int8 memmap packs to the codes of the released float32 tensor, chunk by chunk."""
+    feat = random_configs((50, 7, 18))
+    np.save(tmp_path / "configs.npy", to_int8(feat))
+    mapped = np.load(tmp_path / "configs.npy", mmap_mode="r")
+    monkeypatch.setattr(compact, "_CHUNK_ELEMENTS", 40)
+    np.testing.assert_array_equal(pack_layout_vector_codes(mapped), pack_layout_vector_codes(feat))
+    np.testing.assert_array_equal(pack_layout_configs(mapped), pack_layout_configs(feat))
+
+
 def test_storage_sizes_at_the_largest_graph():
     sizes = storage_bytes(100_040, 121)
     assert sizes["float32"] == 100_040 * 121 * 18 * 4
@@ -105,9 +115,13 @@ def test_storage_sizes_at_the_largest_graph():
 
 def test_chunked_work_gives_the_same_answer(monkeypatch):
     feat = random_configs((50, 7, 18))
-    whole = pack_layout_configs(feat), to_int8(feat), unpack_layout_configs(pack_layout_configs(feat))
+    def every(x):
+        return (pack_layout_configs(x), to_int8(x), unpack_layout_configs(pack_layout_configs(x)),
+                pack_layout_vector_codes(x))
+
+    whole = every(feat)
     monkeypatch.setattr(compact, "_CHUNK_ELEMENTS", 40)  # many small chunks, boundaries mid-config
-    chunked = pack_layout_configs(feat), to_int8(feat), unpack_layout_configs(pack_layout_configs(feat))
+    chunked = every(feat)
     for a, b in zip(whole, chunked, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -184,7 +198,7 @@ def test_first_bad_value_is_found_in_a_later_chunk(monkeypatch):
     feat = random_configs((30, 4, 18))
     feat[21, 3, 9] = 0.5
     feat[25, 0, 0] = 9.0
-    for function in (pack_layout_configs, to_int8, check_layout_configs):
+    for function in (pack_layout_configs, to_int8, check_layout_configs, pack_layout_vector_codes):
         with pytest.raises(ValueError, match=r"node_config_feat\[21, 3, 9\] = .*0\.5"):
             function(feat)
 
