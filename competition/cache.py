@@ -17,6 +17,13 @@ validated (every value an integer in -1..5) and written as int8, so building nev
 tensor: peak memory is one chunk plus the small arrays. ``open_cache`` memory-maps it, and
 ``CachedGraph.configs(indices)`` reads and decodes only the requested configs.
 
+``CachedGraph.layout_view()`` gives the graph as a ``LayoutGraph`` (a ``CachedLayoutGraph``) whose
+``node_config_feat`` is the int8 memory map: code written for released graphs that reads configs by
+index or a chunk at a time (the reference solutions' features, ``competition.compact``'s packers)
+runs on it unchanged, and never holds the whole tensor. ``iter_cached_split`` and ``cache_split``
+build and open the caches of a whole split; ``solutions`` reads train, valid and test layout graphs
+through them when a run is given a cache folder (``tpugraphs solve --cache-dir``).
+
 Why int8 and not the base-7 packed int32 of ``competition.compact`` (6x smaller than float32 against
 4x): decoding int8 is a single cast, the cached array has the released shape (so it can be indexed,
 compared or fed to an embedding as is), and a sampled config is 2.2 KB either way at nc=121 (one
@@ -37,7 +44,7 @@ import shutil
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -127,9 +134,35 @@ class CachedGraph:
         arrays["config_runtime"] = arrays["config_runtime"][idx]
         return LayoutGraph(node_config_feat=self.configs(idx), **arrays)
 
+    def layout_view(self) -> CachedLayoutGraph:
+        """This graph as a ``LayoutGraph`` whose configs stay memory-mapped (see ``CachedLayoutGraph``)."""
+        return CachedLayoutGraph(self, node_config_feat=self.node_config_feat, **self.graph_arrays())
+
     def close(self) -> None:
         """Drop the memory map (it reopens on the next read)."""
         self._config_map = None
+
+
+class CachedLayoutGraph(LayoutGraph):
+    """A ``LayoutGraph`` read from the processed cache: small arrays in memory, configs memory-mapped.
+
+    ``node_config_feat`` is the cache's read-only (c, nc, 18) **int8** memory map, values -1..5,
+    equal to the released float32 values (not the released dtype). Index it or read it a chunk of
+    configs at a time; converting the whole of it (``np.asarray(...).astype(np.float32)``) brings
+    back the 872 MB the cache exists to avoid. ``cache`` is the ``CachedGraph`` it came from, for
+    code with a cached path of its own (the GNN reads the configs it samples through it).
+
+    Pages read through the map stay in the process's resident memory while the view (or anything
+    sliced from it without a copy) is alive: drop the view when done with the graph.
+    """
+
+    def __init__(self, cache: CachedGraph, **arrays: np.ndarray) -> None:
+        super().__init__(**arrays)
+        self.cache = cache
+
+    def __repr__(self) -> str:
+        return (f"CachedLayoutGraph({self.cache.cache_dir}, nodes={self.num_nodes}, configs={self.num_configs}, "
+                f"configurable={self.num_configurable_nodes})")
 
 
 def _source_stamp(npz_path: Path) -> dict[str, object]:
@@ -299,6 +332,34 @@ def _stream_configs(fp: IO[bytes], npz_path: Path, out_path: Path, sizes: dict[s
             out.write(chunk.astype(np.int8).tobytes())
 
 
+def split_cache_dir(cache_root: str | Path, collection: Collection, split: Split) -> Path:
+    """Where the caches of one split go: ``cache_root/<collection subpath>/<split>/`` (one folder per stem)."""
+    return Path(cache_root) / collection.subpath / split
+
+
+def _layout_collection(collection: Collection | str) -> Collection:
+    if isinstance(collection, str):
+        if collection not in COLLECTION_BY_NAME:
+            raise ValueError(f"unknown collection {collection!r}; expected one of {', '.join(COLLECTION_BY_NAME)}")
+        collection = COLLECTION_BY_NAME[collection]
+    if collection.is_tile:
+        raise ValueError(
+            f"{collection.name}: tile graphs are not cached (each file is a few MB); read them with load_graph"
+        )
+    return collection
+
+
+def iter_cached_split(
+    data_dir: str | Path, collection: Collection | str, split: Split, cache_root: str | Path
+) -> Iterator[CachedGraph]:
+    """The caches of every graph of one layout split, in ``list_split`` order, each built (when missing
+    or stale) just before it is yielded: a loop over a split holds one graph's build at a time."""
+    collection = _layout_collection(collection)
+    folder = split_cache_dir(cache_root, collection, split)
+    for path in list_split(data_dir, collection, split):
+        yield build_cache(path, folder / path.stem)
+
+
 def cache_split(
     data_dir: str | Path,
     collection: Collection | str,
@@ -313,18 +374,8 @@ def cache_split(
     ``cache_root/layout/nlp/random/train/albert_en_base/``. Returned in ``list_split`` order (by stem).
     ``progress``: None shows a bar only on a terminal; True / False force it on / off.
     """
-    if isinstance(collection, str):
-        if collection not in COLLECTION_BY_NAME:
-            raise ValueError(f"unknown collection {collection!r}; expected one of {', '.join(COLLECTION_BY_NAME)}")
-        collection = COLLECTION_BY_NAME[collection]
-    if collection.is_tile:
-        raise ValueError(
-            f"{collection.name}: tile graphs are not cached (each file is a few MB); read them with load_graph"
-        )
-    paths = list_split(data_dir, collection, split)
-    folder = Path(cache_root) / collection.subpath / split
+    collection = _layout_collection(collection)
+    total = len(list_split(data_dir, collection, split))
     disable = None if progress is None else not progress  # tqdm's None: off when not a TTY
-    graphs = []
-    for path in tqdm(paths, desc=f"cache {collection.name} {split}", unit="graph", disable=disable):
-        graphs.append(build_cache(path, folder / path.stem))
-    return graphs
+    graphs = iter_cached_split(data_dir, collection, split, cache_root)
+    return list(tqdm(graphs, total=total, desc=f"cache {collection.name} {split}", unit="graph", disable=disable))

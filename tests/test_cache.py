@@ -13,9 +13,11 @@ from competition.cache import (
     CONFIGS_NAME,
     MANIFEST_NAME,
     SMALL_KEYS,
+    CachedLayoutGraph,
     build_cache,
     cache_split,
     is_fresh,
+    iter_cached_split,
     open_cache,
 )
 from competition.collections import COLLECTION_BY_NAME
@@ -300,3 +302,44 @@ def test_cache_split_refuses_tile_and_unknown(tiny_competition, tmp_path):
         cache_split(public, "tile:xla", "train", tmp_path)
     with pytest.raises(ValueError, match="unknown collection 'layout:foo'"):
         cache_split(public, "layout:foo", "train", tmp_path)
+
+
+def test_layout_view_is_the_released_graph_with_mapped_int8_configs(tmp_path):
+    graph = make_layout()
+    save_graph(graph, tmp_path / "g.npz")
+    view = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
+    assert isinstance(view, CachedLayoutGraph) and isinstance(view, LayoutGraph)
+    assert isinstance(view.node_config_feat, np.memmap) and view.node_config_feat.dtype == np.int8
+    np.testing.assert_array_equal(view.node_config_feat, graph.node_config_feat)  # same values, int8
+    for key in SMALL_KEYS:
+        np.testing.assert_array_equal(getattr(view, key), getattr(graph, key))
+    assert view.num_configs == graph.num_configs and view.num_configurable_nodes == graph.num_configurable_nodes
+    assert view.cache.cache_dir == tmp_path / "cache"
+    assert repr(view).startswith("CachedLayoutGraph(") and "configs=50" in repr(view)  # no array dump
+
+
+def test_iter_cached_split_builds_each_cache_as_it_is_reached(tiny_competition, tmp_path):
+    public = tiny_competition / "public"
+    graphs = iter_cached_split(public, "layout:xla:default", "valid", tmp_path / "cache")
+    folder = tmp_path / "cache" / "layout/xla/default/valid"
+    first = next(graphs)
+    assert [p.name for p in folder.iterdir() if not p.name.startswith(".")] == [first.stem]  # only the first
+    rest = list(graphs)
+    assert len(rest) + 1 == len(list_split(public, COLLECTION_BY_NAME["layout:xla:default"], "valid"))
+    with pytest.raises(ValueError, match="tile graphs are not cached"):
+        next(iter_cached_split(public, "tile:xla", "valid", tmp_path / "cache"))
+
+
+def test_split_source_reads_layout_graphs_through_the_cache(tiny_competition, tmp_path):
+    from solutions.method import SplitSource
+
+    public = tiny_competition / "public"
+    layout = SplitSource(public, COLLECTION_BY_NAME["layout:nlp:default"], "test")
+    plain, cached = list(layout.graphs()), list(layout.graphs(tmp_path / "cache"))
+    assert [row for row, _ in cached] == [row for row, _ in plain]
+    for (_, a), (_, b) in zip(plain, cached, strict=True):
+        assert not isinstance(a, CachedLayoutGraph) and isinstance(b, CachedLayoutGraph)
+        np.testing.assert_array_equal(b.node_config_feat, a.node_config_feat)
+    tile = SplitSource(public, COLLECTION_BY_NAME["tile:xla"], "valid")
+    assert all(isinstance(g, TileGraph) for _, g in tile.graphs(tmp_path / "cache"))  # tile: never cached
+    assert not (tmp_path / "cache" / "tile").exists()
