@@ -58,8 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--time-budget", type=float, metavar="SECONDS",
                         help="soft limit on training time per collection")
     parser.add_argument("--cache-dir", metavar="DIR",
-                        help="keep processed layout graphs here (memory-mapped configs, built once per file and "
-                             "reused): lets the gnn train on 100k-config graphs without loading them whole")
+                        help="read layout graphs through a processed cache kept here (memory-mapped int8 configs, "
+                             "built once per file and reused while fresh): training, validation and test "
+                             "prediction then never load a 100k-config graph whole (every method; same results)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting of the method (repeatable), e.g. layout_epochs=40; VALUE is read as JSON "
                              "when it parses (numbers, true/false, null), as text otherwise")

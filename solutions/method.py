@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from competition.cache import iter_cached_split
 from competition.collections import Collection, Split
 from competition.graphs import Graph, iter_split, list_split
 
@@ -39,6 +40,21 @@ class SplitSource:
     def __iter__(self) -> Iterator[tuple[str, Graph]]:
         return iter_split(self.data_dir, self.collection, self.split)
 
+    def graphs(self, cache_dir: Path | None = None) -> Iterator[tuple[str, Graph]]:
+        """``(row ID, graph)`` pairs of the split, one graph in memory at a time.
+
+        Without ``cache_dir`` each file is loaded whole (``load_graph``), as iterating the source does.
+        With it, layout graphs come from the processed cache under ``cache_dir`` (built on first use,
+        reused while fresh; ``competition.cache``) as ``CachedLayoutGraph`` views whose configs stay
+        memory-mapped int8: read them by index or a chunk at a time. Tile graphs are always loaded whole
+        (the largest tile file is a few MB).
+        """
+        if cache_dir is None or self.collection.is_tile:
+            yield from iter_split(self.data_dir, self.collection, self.split)
+            return
+        for cached in iter_cached_split(self.data_dir, self.collection, self.split, cache_dir):
+            yield self.collection.row_id(cached.stem), cached.layout_view()
+
     def __len__(self) -> int:
         return len(self.paths)
 
@@ -53,7 +69,9 @@ class FitOptions:
     compress: bool = True  # config deduplication / compact storage
     progress: bool = True  # tqdm bars on anything a person waits for
     time_budget_s: float | None = None  # soft limit on training time for this collection
-    cache_dir: Path | None = None  # where methods may cache processed data
+    # The processed cache of layout graphs (competition.cache): when set, methods read layout graphs
+    # through it (SplitSource.graphs) in fit, and the runner hands them to predict the same way.
+    cache_dir: Path | None = None
 
 
 @runtime_checkable
@@ -66,7 +84,11 @@ class RankingMethod(Protocol):
         """Train on ``train``; ``valid`` may be used for model selection (early stopping, epochs)."""
 
     def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
-        """(c,) float predicted runtime-like scores of the graph's configs, lower = faster."""
+        """(c,) float predicted runtime-like scores of the graph's configs, lower = faster.
+
+        A layout ``graph`` may be a ``competition.cache.CachedLayoutGraph`` (runs with a cache folder):
+        its ``node_config_feat`` is a memory-mapped int8 array; read it by index or in chunks.
+        """
 
     def save(self, path: Path) -> None:
         """Write everything ``load`` needs to predict again without training."""

@@ -41,7 +41,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from competition.collections import COLLECTIONS, TILE_TOP_K, Collection, get_collection
-from competition.graphs import Graph, list_split, load_graph, read_config_count
+from competition.graphs import Graph, list_split, read_config_count
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import ranking_from_predictions, write_submission
 from competition.submission import format_problems, validate_submission
@@ -298,27 +298,36 @@ def graph_score(collection: Collection, order: np.ndarray, graph: Graph) -> floa
     return kendall_tau_score(order, graph.config_runtime)
 
 
-def _iter_graphs(data_dir: Path, collection: Collection, split: str, progress: bool, label: str):
-    paths = list_split(data_dir, collection, split)
-    for path in tqdm(paths, desc=label, unit="graph", disable=not progress, leave=False):
-        yield collection.row_id(path.stem), load_graph(path, collection.task)
+def _iter_graphs(data_dir: Path, collection: Collection, split: str, progress: bool, label: str,
+                 cache_dir: Path | None):
+    source = SplitSource(data_dir, collection, split)
+    return tqdm(source.graphs(cache_dir), total=len(source), desc=label, unit="graph", disable=not progress,
+                leave=False)
 
 
-def validation_score(method, method_name: str, data_dir: Path, collection: Collection, *, progress: bool = False
-                     ) -> tuple[float, int]:
-    """Mean official score of ``method`` over the valid split of one collection, and the graph count."""
+def validation_score(method, method_name: str, data_dir: Path, collection: Collection, *, progress: bool = False,
+                     cache_dir: Path | None = None) -> tuple[float, int]:
+    """Mean official score of ``method`` over the valid split of one collection, and the graph count.
+
+    With ``cache_dir``, layout graphs are read through the processed cache (``SplitSource.graphs``).
+    """
     scores = []
-    for row_id, graph in _iter_graphs(data_dir, collection, "valid", progress, f"validating {collection.name}"):
+    for row_id, graph in _iter_graphs(data_dir, collection, "valid", progress, f"validating {collection.name}",
+                                      cache_dir):
         predictions = _checked_predictions(method_name, collection, row_id, graph, method.predict(collection, graph))
         scores.append(graph_score(collection, ranking_from_predictions(collection, predictions), graph))
     return (float(np.mean(scores)) if scores else math.nan), len(scores)
 
 
-def predict_rows(method, method_name: str, data_dir: Path, collection: Collection, *, progress: bool = False
-                 ) -> dict[str, np.ndarray]:
-    """Submission rows (ID -> config indices, fastest first) for the test split of one collection."""
+def predict_rows(method, method_name: str, data_dir: Path, collection: Collection, *, progress: bool = False,
+                 cache_dir: Path | None = None) -> dict[str, np.ndarray]:
+    """Submission rows (ID -> config indices, fastest first) for the test split of one collection.
+
+    With ``cache_dir``, layout graphs are read through the processed cache (``SplitSource.graphs``).
+    """
     rows = {}
-    for row_id, graph in _iter_graphs(data_dir, collection, "test", progress, f"predicting {collection.name}"):
+    for row_id, graph in _iter_graphs(data_dir, collection, "test", progress, f"predicting {collection.name}",
+                                      cache_dir):
         predictions = _checked_predictions(method_name, collection, row_id, graph, method.predict(collection, graph))
         rows[row_id] = ranking_from_predictions(collection, predictions)
     return rows
@@ -443,10 +452,12 @@ def solve(
                 fitted.save(path)
                 _write_run_file(model_dir, info.name, options, [collection])
             t0 = time.perf_counter()
-            score, valid_graphs = validation_score(fitted, info.name, data_dir, collection, progress=options.progress)
+            score, valid_graphs = validation_score(fitted, info.name, data_dir, collection, progress=options.progress,
+                                                   cache_dir=options.cache_dir)
             validate_seconds = time.perf_counter() - t0
             t0 = time.perf_counter()
-            collection_rows = predict_rows(fitted, info.name, data_dir, collection, progress=options.progress)
+            collection_rows = predict_rows(fitted, info.name, data_dir, collection, progress=options.progress,
+                                           cache_dir=options.cache_dir)
             predict_seconds = time.perf_counter() - t0
         rows.update(collection_rows)
         summary = getattr(fitted, "summary", None)

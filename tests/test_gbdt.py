@@ -133,6 +133,26 @@ def test_feature_matrix_shape_matches_the_names(task: str, center: bool):
         np.testing.assert_array_equal(subset, features[[4, 1]])
 
 
+def test_layout_features_of_a_cached_graph_read_in_chunks_equal_the_loaded_ones(tmp_path, monkeypatch):
+    """A memory-mapped int8 graph (the processed cache) featurized chunk by chunk from an index, against
+    the released float32 graph with its configs selected first (the obvious way)."""
+    from competition.cache import build_cache
+    from competition.graphs import save_graph
+    from solutions.gbdt import features as features_module
+    from solutions.gbdt.features import layout_context, layout_features, select_configs
+
+    graph = make_layout_graph(np.random.default_rng(4), 40)
+    save_graph(graph, tmp_path / "g.npz")
+    view = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
+    configs = np.array([39, 3, 3, 0, 17, 25, 8])  # any order, repeats allowed
+    monkeypatch.setattr(features_module, "CHUNK_VALUES", 1)  # one config per chunk
+    want = layout_features(select_configs(graph, configs), layout_context(graph))
+    np.testing.assert_array_equal(layout_features(view, configs=configs), want)
+    settings = FeatureSettings(task="layout")
+    np.testing.assert_array_equal(config_features(view, settings, configs=configs),
+                                  config_features(graph, settings, configs=configs))
+
+
 @pytest.mark.parametrize("value", [1e8, 3e12, 1e30, -9.2e18, np.inf, np.nan])
 def test_features_stay_finite_on_huge_or_broken_node_features(value: float):
     rng = np.random.default_rng(2)

@@ -345,7 +345,7 @@ def test_cached_example_matches_the_in_memory_one(tmp_path):
     cached = build_cache(tmp_path / "g.npz", tmp_path / "cache")
     for prune, compress in [(True, True), (False, False)]:
         want = layout_example("g", graph, prune=prune, compress=compress)
-        got = cached_layout_example("g", cached, prune=prune, compress=compress, chunk_configs=3)
+        got = cached_layout_example("g", cached, prune=prune, compress=compress)
         assert got.num_configs == want.num_configs and got.pruning == want.pruning
         for name in ("node_feat", "node_opcode", "edge_index", "config_node_ids", "common_rows"):
             torch.testing.assert_close(getattr(got.inputs, name), getattr(want.inputs, name), rtol=0, atol=0)
@@ -379,7 +379,8 @@ def test_solve_reuses_the_cache_and_writes_the_same_submission(tiny_competition,
     cache = tmp_path / "cache"
     assert main([*common, "--out", str(tmp_path / "cached.csv"), "--cache-dir", str(cache)]) == 0
     manifests = sorted((cache / LAYOUT.subpath).glob(f"*/*/{MANIFEST_NAME}"))
-    assert manifests and {m.parent.parent.name for m in manifests} == {"train", "valid"}
+    # every split is read through the cache: train and valid in fit, valid and test in prediction
+    assert manifests and {m.parent.parent.name for m in manifests} == {"train", "valid", "test"}
     built = {m: m.stat().st_mtime_ns for m in manifests}
     assert main([*common, "--out", str(tmp_path / "again.csv"), "--cache-dir", str(cache)]) == 0
     assert {m: m.stat().st_mtime_ns for m in manifests} == built  # reused, not rebuilt

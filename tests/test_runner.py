@@ -125,6 +125,47 @@ def test_same_seed_same_file_and_predict_only_reuses_the_models(tiny_competition
     assert report.predict_only and all(c.fit_seconds == 0.0 for c in report.collections)
 
 
+QUICK_GBDT = {"num_boost_round": 20, "min_boost_round": 5, "early_stopping_rounds": 5, "num_threads": 1}
+
+
+@pytest.mark.parametrize(("method", "params"), [
+    ("random", {}), ("heuristic", {}), ("gbdt", QUICK_GBDT), ("gnn", QUICK_GNN),
+])
+def test_a_cache_folder_changes_nothing_but_where_configs_are_read(tiny_competition, tmp_path, monkeypatch,
+                                                                   method, params):
+    """With a cache folder, fit, validation and test prediction never load a layout npz whole, and the
+    submission, the validation scores and the saved model's predictions are those of a run without it."""
+    from competition import graphs as graphs_module
+    from competition.cache import MANIFEST_NAME
+
+    collections = ["tile:xla", "layout:nlp:random"]
+    plain = solve(public(tiny_competition), method, tmp_path / "plain.csv", collections=collections,
+                  options=FitOptions(seed=3, progress=False), method_params=params)
+    loaded = []
+    real_load = graphs_module.load_graph
+
+    def load_tile_only(path, kind=None):
+        loaded.append(Path(path))
+        assert "layout" not in Path(path).parts, f"{path} loaded whole despite the cache"
+        return real_load(path, kind)
+
+    monkeypatch.setattr(graphs_module, "load_graph", load_tile_only)
+    cache = tmp_path / "cache"
+    cached = solve(public(tiny_competition), method, tmp_path / "cached.csv", collections=collections,
+                   options=FitOptions(seed=3, progress=False, cache_dir=cache), method_params=params)
+    assert loaded  # the tile graphs still went through load_graph: the guard was in the path
+    assert (tmp_path / "cached.csv").read_bytes() == (tmp_path / "plain.csv").read_bytes()
+    assert [c.validation_score for c in cached.collections] == [c.validation_score for c in plain.collections]
+    splits = {m.parent.parent.name for m in (cache / "layout" / "nlp" / "random").glob(f"*/*/{MANIFEST_NAME}")}
+    assert splits == ({"train", "valid", "test"} if method in ("gbdt", "gnn") else {"valid", "test"})
+    # predict-only with the cache reads the saved models and gives the same file again
+    again = solve(public(tiny_competition), method, tmp_path / "again.csv", collections=collections,
+                  options=FitOptions(seed=3, progress=False, cache_dir=cache), model_dir=tmp_path / "cached.models",
+                  predict_only=True)
+    assert (tmp_path / "again.csv").read_bytes() == (tmp_path / "plain.csv").read_bytes()
+    assert again.predict_only
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"method": "xgboost"}, "unknown method 'xgboost'; choose one of"),
     ({"collections": ["layout:xla"]}, "unknown collection 'layout:xla'"),

@@ -492,18 +492,21 @@ def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return (values * weights).sum(axis=1) / np.where(total > 0, total, 1.0)
 
 
-def layout_features(graph: LayoutGraph, context: LayoutContext | None = None) -> np.ndarray:
-    """(c, len(layout_feature_names())) float64 per-config features of a layout graph.
+def layout_features(graph: LayoutGraph, context: LayoutContext | None = None, *,
+                    configs: np.ndarray | None = None) -> np.ndarray:
+    """(c', len(layout_feature_names())) float64 per-config features of a layout graph.
 
-    Configs are processed in chunks (``config_chunks``), so a 100k-config graph never builds its
-    full (c, nc, 3, 6) int64 intermediates at once.
+    ``configs``: (c',) indices of the configs to featurize, in that order (default: all c). Configs
+    are read and processed in chunks (``config_chunks``), so a 100k-config graph never builds its
+    full (c, nc, 3, 6) int64 intermediates at once, and a graph whose ``node_config_feat`` is memory-
+    mapped (``competition.cache.CachedLayoutGraph``) is read a chunk at a time.
     """
     context = context if context is not None else layout_context(graph)
     feat = graph.node_config_feat
-    width = len(layout_feature_names())
-    if feat.shape[0] == 0:
-        return np.zeros((0, width))
-    parts = [_layout_chunk_features(feat[part], context) for part in config_chunks(*feat.shape[:2])]
+    index = np.arange(feat.shape[0]) if configs is None else np.asarray(configs, dtype=np.int64)
+    if index.shape[0] == 0:
+        return np.zeros((0, len(layout_feature_names())))
+    parts = [_layout_chunk_features(feat[index[part]], context) for part in config_chunks(index.shape[0], feat.shape[1])]
     return _finite(np.concatenate(parts, axis=0))
 
 
@@ -605,9 +608,7 @@ def config_features(graph: Graph, settings: FeatureSettings, *, configs: np.ndar
         subset = graph if configs is None else _select_tile_configs(graph, configs)
         config = tile_features(subset)
     else:
-        context = layout_context(graph)
-        subset = graph if configs is None else _select_layout_configs(graph, configs)
-        config = layout_features(subset, context)
+        config = layout_features(graph, layout_context(graph), configs=configs)
     shared = np.broadcast_to(graph_features(graph), (config.shape[0], len(graph_feature_names(settings.task))))
     blocks = [shared, config]
     if settings.center_per_graph:

@@ -33,6 +33,11 @@ One model per collection; the graphs of a collection are the queries, their conf
   ``options.seed``: the same data and seed give the same model and predictions.
 - ``options.time_budget_s`` ends training early (keeping the best round so far); ``options.prune``
   does not apply (features read the whole graph once; nothing scales with its size per round).
+- ``options.cache_dir``: layout train and valid graphs are read through the processed cache
+  (``SplitSource.graphs``), and so are the graphs ``predict`` gets from the runner: deduplication
+  keys and features read the memory-mapped int8 configs a chunk at a time, so a 100k-config graph
+  costs its (c, nc) int64 row codes and (c, F) features, never its 872 MB float32 tensor. The model
+  is the same with and without the cache.
 
 ``predict`` returns minus the model's score (LightGBM ranks high = relevant; the kit wants
 lower = faster), computed once per distinct config and scattered back to duplicates.
@@ -57,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from competition.collections import TILE_TOP_K, Collection
+from competition.compact import pack_layout_vector_codes
 from competition.graphs import Graph, TileGraph
 from competition.metrics import (
     prepare_layout_labels,
@@ -193,8 +199,13 @@ def _tile_target(graph: Graph) -> np.ndarray:
     return graph.config_runtime.astype(np.float64)
 
 
-def _config_array(graph: Graph) -> np.ndarray:
-    return graph.config_feat if isinstance(graph, TileGraph) else graph.node_config_feat
+def _config_keys(graph: Graph) -> np.ndarray:
+    """What tells a graph's configs apart: tile (c, 24) features, layout (c, nc) int64 row codes.
+
+    Layout codes are packed a chunk of configs at a time, so a memory-mapped cached graph is never
+    read whole (the same groups as deduplicating the (c, nc, 18) tensor itself).
+    """
+    return graph.config_feat if isinstance(graph, TileGraph) else pack_layout_vector_codes(graph.node_config_feat)
 
 
 class GBDTRanker:
@@ -282,7 +293,7 @@ class GBDTRanker:
         for _, graph in graphs:
             target = _tile_target(graph)
             if compress:
-                dedup = deduplicate_configs(_config_array(graph), target, policy="min")
+                dedup = deduplicate_configs(_config_keys(graph), target, policy="min")
                 configs, target = dedup.unique_index, dedup.runtime.astype(np.float64)
             else:
                 configs = np.arange(graph.num_configs)
@@ -344,7 +355,7 @@ class GBDTRanker:
             raise ValueError(f"this model was trained on {self.collection_name}, not {collection.name}")
         if graph.num_configs == 0:
             return np.zeros(0)
-        dedup = deduplicate_configs(_config_array(graph))
+        dedup = deduplicate_configs(_config_keys(graph))
         features = config_features(graph, self.features, configs=dedup.unique_index)
         score = self.booster.predict(features, num_iteration=self.best_iteration,
                                      num_threads=self.settings.num_threads)
@@ -353,7 +364,7 @@ class GBDTRanker:
     def _prediction_features(self, graph: Graph) -> np.ndarray:
         """(c, F) the features ``predict`` scores: computed per distinct config (so the per-graph
         centring is over distinct configs, as in training), then given to every duplicate."""
-        dedup = deduplicate_configs(_config_array(graph))
+        dedup = deduplicate_configs(_config_keys(graph))
         return dedup.expand(config_features(graph, self.features, configs=dedup.unique_index))
 
     # ------------------------------------------------------------------------------------------
@@ -414,11 +425,13 @@ def import_lightgbm():
 
 
 def _progress(source: SplitSource, options: FitOptions, description: str) -> Iterable[tuple[str, Graph]]:
+    """The split's graphs (through the processed cache when ``options.cache_dir`` is set), with a bar."""
+    graphs = source.graphs(options.cache_dir)
     if not options.progress:
-        return source
+        return graphs
     from tqdm.auto import tqdm
 
-    return tqdm(source, total=len(source), desc=description, leave=False)
+    return tqdm(graphs, total=len(source), desc=description, leave=False)
 
 
 def _official_metric(collection: Collection, rows: _Queries):

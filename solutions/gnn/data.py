@@ -18,7 +18,9 @@ CPU (a step moves what it samples to the device). The preprocessing is what make
   configs stay in ``competition.cache``'s memory-mapped int8 file and each step reads only the
   configs it samples (``CachedConfigStore``); deduplication and the common rows are computed from
   per-config codes built chunk by chunk, so memory does not grow with the config count beyond a few
-  int64 per config (one (c, nc) int64 code array while the example is built).
+  int64 per config (one (c, nc) int64 code array while the example is built). ``make_example`` takes
+  this path for a ``CachedLayoutGraph`` (what ``SplitSource.graphs(cache_dir)`` yields), in training
+  and in prediction alike.
 
 Tensor conventions: edges are PyG's (2, m) ``[source, target]`` with source = producer and
 target = consumer (the released rows are ``[consumer, producer]``, facts §2), so a plain
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from competition.cache import CachedGraph
+from competition.cache import CachedGraph, CachedLayoutGraph
 from competition.compact import LAYOUT_SLOTS, LAYOUT_VALUE_MIN, pack_layout_configs, pack_layout_vector_codes
 from competition.graphs import LAYOUT_CONFIG_DIM, LayoutGraph, TileGraph
 from solutions.compression import deduplicate_configs
@@ -42,7 +44,6 @@ from solutions.pruning import GraphTransform, OneHop, PruningStats
 
 LAYOUT_DIGITS = 7  # a layout slot takes a value in -1..5, stored as the digit value + 1 in 0..6
 LAYOUT_SLOTS_PER_ROW = 3 * LAYOUT_SLOTS  # 18: output, input, kernel layout
-CODE_CHUNK_CONFIGS = 4096  # cached configs packed to codes per step (4096 x 121 x 18 int8 = 9 MB)
 _DIGIT_WEIGHTS = LAYOUT_DIGITS ** torch.arange(LAYOUT_SLOTS - 1, -1, -1)  # (6,) most significant first
 
 
@@ -172,25 +173,6 @@ def most_common_config(codes: np.ndarray) -> np.ndarray:
     return first
 
 
-def cached_config_codes(graph: CachedGraph, chunk_configs: int = CODE_CHUNK_CONFIGS) -> np.ndarray:
-    """One int64 code per (config, configurable node) row of a cached graph, packed chunk by chunk.
-
-    Never materialises the float32 tensor: peak extra memory is one chunk of int8 configs and its
-    codes. Closes the graph's memory map afterwards.
-
-    Shapes: -> (c, nc) int64, equal to ``pack_layout_vector_codes`` of the released configs.
-    """
-    codes = np.empty((graph.num_configs, graph.num_configurable), dtype=np.int64)
-    try:
-        configs = graph.node_config_feat
-        for start in range(0, graph.num_configs, chunk_configs):
-            stop = min(graph.num_configs, start + chunk_configs)
-            codes[start:stop] = pack_layout_vector_codes(np.asarray(configs[start:stop]))
-    finally:
-        graph.close()
-    return codes
-
-
 # --------------------------------------------------------------------------------------------------
 # Examples
 
@@ -302,8 +284,7 @@ def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bo
 
 
 def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compress: bool,
-                          transform: GraphTransform | None = None,
-                          chunk_configs: int = CODE_CHUNK_CONFIGS) -> LayoutExample:
+                          transform: GraphTransform | None = None) -> LayoutExample:
     """``layout_example`` for a graph in the processed cache: the same example, configs left on disk.
 
     Pruning, scaling, deduplication (same distinct configs, same min runtimes, same order) and the
@@ -321,15 +302,16 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
         result = (transform or default_pruning()).prune(skeleton)
         skeleton, stats = result.graph, result.stats
     feat, opcode, edges = graph_tensors(skeleton.node_feat, skeleton.node_opcode, skeleton.edge_index)
-    codes = cached_config_codes(graph, chunk_configs)
-    if graph.num_configs:
-        first = most_common_config(codes)
-        try:
+    try:
+        # (c, nc) int64, packed a chunk of configs at a time: the int8 tensor is never held whole.
+        codes = pack_layout_vector_codes(graph.node_config_feat)
+        if graph.num_configs:
+            first = most_common_config(codes)
             common = graph.node_config_feat[first, np.arange(nc)].astype(np.int64) - LAYOUT_VALUE_MIN
-        finally:
-            graph.close()
-    else:
-        common = np.zeros((nc, LAYOUT_CONFIG_DIM), dtype=np.int64)
+        else:
+            common = np.zeros((nc, LAYOUT_CONFIG_DIM), dtype=np.int64)
+    finally:
+        graph.close()
     inputs = LayoutInputs(feat, opcode, edges,
                           torch.from_numpy(np.asarray(skeleton.node_config_ids, dtype=np.int64)),
                           torch.from_numpy(common))
@@ -376,8 +358,11 @@ def tile_example(row_id: str, graph: TileGraph, *, compress: bool) -> TileExampl
 
 def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, compress: bool
                  ) -> TileExample | LayoutExample:
+    """The example of one graph; a layout graph read from the processed cache keeps its configs there."""
     if isinstance(graph, TileGraph):
         return tile_example(row_id, graph, compress=compress)
+    if isinstance(graph, CachedLayoutGraph):
+        return cached_layout_example(row_id, graph.cache, prune=prune, compress=compress)
     return layout_example(row_id, graph, prune=prune, compress=compress)
 
 

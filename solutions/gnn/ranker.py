@@ -12,13 +12,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from competition.cache import cache_split
 from competition.collections import Collection, get_collection
 from competition.graphs import Graph
 from solutions.gnn.data import (
     LayoutExample,
     TileExample,
-    cached_layout_example,
     default_pruning,
     make_example,
 )
@@ -89,8 +87,8 @@ class GNNRanker:
     (``competition.cache``, built once per file under ``cache_dir/<collection subpath>/<split>/<stem>``
     and reused while fresh): the configs stay memory-mapped on disk and each step reads only those it
     samples, so fitting on 100k-config graphs does not hold their float32 tensors. The fit is the same
-    as without the cache (same examples, same digits, same sampling). ``predict`` still receives the
-    graph the runner loaded.
+    as without the cache (same examples, same digits, same sampling). ``predict`` takes the same path
+    when the runner hands it a cached graph (a ``CachedLayoutGraph``, in runs with a cache folder).
     """
 
     name = "gnn"
@@ -205,15 +203,10 @@ class GNNRanker:
                             row_features=self.config.row_features)
 
     def _load(self, source: SplitSource, options: FitOptions, split: str) -> list[LayoutExample | TileExample]:
-        if options.cache_dir is not None and not source.collection.is_tile:
-            cached = cache_split(source.data_dir, source.collection, source.split, options.cache_dir,
-                                 progress=options.progress)
-            graphs_bar = tqdm(cached, desc=f"loading {source.collection.name} {split} (cached)", unit="graph",
-                              disable=not options.progress, leave=False)
-            return [cached_layout_example(source.collection.row_id(graph.stem), graph, prune=options.prune,
-                                          compress=options.compress) for graph in graphs_bar]
-        graphs = tqdm(source, total=len(source), desc=f"loading {source.collection.name} {split}", unit="graph",
-                      disable=not options.progress, leave=False)
+        cached = options.cache_dir is not None and not source.collection.is_tile
+        graphs = tqdm(source.graphs(options.cache_dir), total=len(source), unit="graph", leave=False,
+                      desc=f"loading {source.collection.name} {split}{' (cached)' if cached else ''}",
+                      disable=not options.progress)
         return [make_example(row_id, graph, prune=options.prune, compress=options.compress) for row_id, graph in graphs]
 
 
