@@ -8,12 +8,17 @@ Two sources:
   Range request when rerun; a finished file is checked against Content-Length, listed as a tar (which
   catches truncation and corruption) and renamed to ``<name>``.
 - ``kaggle``: the competition zip through the ``kaggle`` package (see ``competition.kaggle_api``),
-  checked with ``ZipFile.testzip``.
+  checked with ``ZipFile.testzip``. Only the asked-for folders are unpacked, plus its top-level files
+  (``sample_submission.csv``). With ``with_pb`` the raw protos of the same collections and splits are
+  unpacked too, into ``OUT/pb/<task>/<source>[/<search>]/<split>/`` (the npz tree's shape), for
+  ``tpugraphs featurize``. The mirror publishes no raw protos.
 
 Unpacking never leaves a half-written tree: each archive is unpacked into a temporary folder inside
-``OUT`` and every split folder is then renamed into place (one rename each). A split folder that is
-already in place is left alone and not downloaded again (delete it to fetch it anew). Archive members
-with absolute paths, ``..``, links or device files are refused.
+``OUT``, every asked-for split folder is checked to be there, and each is then renamed into place (one
+rename each); an archive lacking one of them puts nothing in place. A split folder (npz or pb) that is
+already in place is left alone, and an archive is downloaded only when some asked-for folder is
+missing (delete a folder to fetch it anew). Archive members with absolute paths, ``..``, links or
+device files are refused.
 
 The sha256 of every archive fetched is appended to ``OUT/.downloads/SHA256SUMS`` (``sha256sum`` format)
 so that two downloads can be compared; the kit ships no reference checksums because upstream publishes
@@ -31,9 +36,10 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from competition.collections import COLLECTIONS, SPLITS, Collection
 
@@ -41,6 +47,13 @@ DEFAULT_MIRROR_URL = "http://download.tensorflow.org/data/tpu_graphs/v0/"
 DOWNLOADS_DIR = ".downloads"
 SHA256_FILE = "SHA256SUMS"
 _CHUNK = 1 << 20
+#: Where an unpacked archive keeps its ``npz/`` tree: Kaggle's zip under ``npz_all/``, the mirror's tars at the top.
+_NPZ_ROOTS = ("npz_all/npz", "npz")
+MIRROR_HAS_NO_PROTOS = (
+    "the upstream mirror publishes only the npz tar files (npz_tile_xla_{split}.tar and "
+    "npz_layout_{source}_{search}_{split}.tar), no raw protos; the raw protos come with Kaggle's download "
+    "(--source kaggle --with-pb)"
+)
 
 
 class DownloadError(Exception):
@@ -49,28 +62,49 @@ class DownloadError(Exception):
 
 @dataclass(frozen=True)
 class Part:
-    """One collection and split: one mirror archive, one folder of the tree."""
+    """One collection and split of one tree: its npz files (one mirror archive) or its raw protos (pb).
+
+    ``target(out)`` is ``out/npz_all/npz/<subpath>/<split>`` for ``tree="npz"`` and
+    ``out/pb/<subpath>/<split>`` for ``tree="pb"``.
+    """
 
     collection: Collection
     split: str
+    tree: Literal["npz", "pb"] = "npz"
+
+    def __post_init__(self) -> None:
+        if self.tree not in ("npz", "pb"):
+            raise ValueError(f"Part.tree must be 'npz' or 'pb', not {self.tree!r}")
+
+    def as_pb(self) -> Part:
+        """The same collection and split in the raw-proto tree."""
+        return replace(self, tree="pb")
 
     @property
     def archive_name(self) -> str:
+        if self.tree == "pb":
+            raise DownloadError(MIRROR_HAS_NO_PROTOS)
         c = self.collection
         stem = f"npz_tile_{c.source}" if c.is_tile else f"npz_layout_{c.source}_{c.search}"
         return f"{stem}_{self.split}.tar"
 
     @property
     def member_dir(self) -> str:
-        """The folder this part occupies inside an archive, relative to its ``npz/`` root."""
+        """The folder this part occupies relative to its tree's root (``npz/`` or ``pb/``): ``<subpath>/<split>``."""
         return f"{self.collection.subpath}/{self.split}"
 
+    @property
+    def folder(self) -> str:
+        """``npz/<subpath>/<split>`` or ``pb/<subpath>/<split>``, for messages."""
+        return f"{self.tree}/{self.member_dir}"
+
     def target(self, out: Path) -> Path:
-        return out / "npz_all" / "npz" / self.member_dir
+        root = out / "npz_all" / "npz" if self.tree == "npz" else out / "pb"
+        return root / self.member_dir
 
 
 def select_parts(collections: Sequence[Collection] | None = None, splits: Sequence[str] | None = None) -> list[Part]:
-    """Every (collection, split) asked for, in the kit's order; None means all."""
+    """Every (collection, split) asked for, as npz parts in the kit's order; None means all."""
     chosen = collections or COLLECTIONS
     return [Part(c, s) for c in COLLECTIONS if c in chosen for s in SPLITS if s in (splits or SPLITS)]
 
@@ -194,25 +228,25 @@ def check_zip(path: Path) -> list[str]:
 
 def _npz_root_in(staging: Path) -> Path:
     """The ``npz/`` folder of an unpacked archive (mirror tars hold ``npz/``, Kaggle's zip ``npz_all/npz``)."""
-    for candidate in (staging / "npz_all" / "npz", staging / "npz"):
-        if candidate.is_dir():
-            return candidate
+    for root in _NPZ_ROOTS:
+        if (staging / root).is_dir():
+            return staging / root
     return staging / "npz"
 
 
-def _move_parts(staging: Path, out: Path, parts: Iterable[Part], archive: Path) -> list[Part]:
-    """Rename each part's folder from an unpacked archive into the tree; returns the parts moved."""
-    root = _npz_root_in(staging)
-    moved = []
-    for part in parts:
-        source = root / part.member_dir
+def _move_parts(out: Path, sources: Mapping[Part, Path], archive: Path) -> list[Part]:
+    """Rename each part's folder of an unpacked archive (``sources[part]``) into the tree; returns the parts moved.
+
+    Every folder is checked first, so an archive lacking one of them puts none in place.
+    """
+    for part, source in sources.items():
         if not source.is_dir():
-            raise DownloadError(f"{archive}: holds no npz/{part.member_dir}/ folder; is it the right archive?")
+            raise DownloadError(f"{archive}: holds no {part.folder}/ folder; is it the right archive?")
+    for part, source in sources.items():
         target = part.target(out)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(source, target)
-        moved.append(part)
-    return moved
+    return list(sources)
 
 
 def unpack_tar(archive: Path, out: Path, parts: Sequence[Part]) -> list[Part]:
@@ -222,26 +256,63 @@ def unpack_tar(archive: Path, out: Path, parts: Sequence[Part]) -> list[Part]:
     try:
         with tarfile.open(archive, "r:") as tar:
             tar.extractall(staging, members=members, filter="data")
-        return _move_parts(staging, out, parts, archive)
+        root = _npz_root_in(staging)
+        return _move_parts(out, {part: root / part.member_dir for part in parts}, archive)
     except (tarfile.TarError, OSError) as exc:
         raise DownloadError(f"{archive}: unpacking failed ({exc}); nothing of it was put in place") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def unpack_kaggle_zip(archive: Path, out: Path, parts: Sequence[Part]) -> list[Part]:
-    """Unpack the asked-for npz folders (and top-level files such as sample_submission.csv) of Kaggle's zip.
+def _folders_in(names: Iterable[str]) -> set[str]:
+    """Every folder that a zip's member names lie in, at any depth (``a/b/c.pb`` -> ``a``, ``a/b``)."""
+    folders = set()
+    for name in names:
+        steps = name.split("/")  # a folder entry ``a/b/`` ends in an empty step, so ``a/b`` counts too
+        folders.update("/".join(steps[:i]) for i in range(1, len(steps)))
+    return folders
 
-    The raw protos under ``pb/`` are not unpacked: every command of the kit reads the npz files.
+
+def _zip_folder(archive: Path, folders: set[str], part: Part) -> str:
+    """The folder of Kaggle's zip that holds ``part`` (e.g. ``npz_all/npz/tile/xla/train``); DownloadError if none or several."""
+    if part.tree == "npz":
+        roots = list(_NPZ_ROOTS)
+    else:
+        # Facts §2 only says the zip holds "pb/... raw protos, same tree"; the prefix in front of
+        # <subpath>/<split> is not documented (the npz side has npz_all/npz/), so any top-level folder
+        # named pb* is accepted, with or without one more pb/ inside it.
+        tops = sorted(f for f in folders if "/" not in f and f.startswith("pb")) or ["pb"]
+        roots = [root for top in tops for root in (top, f"{top}/pb")]
+    looked_for = [f"{root}/{part.member_dir}" for root in roots]
+    found = [folder for folder in looked_for if folder in folders]
+    if not found:
+        hint = " Rerun without --with-pb for the npz files alone" if part.tree == "pb" else ""
+        raise DownloadError(f"{archive}: holds no {part.folder}/ folder (looked for "
+                            f"{', '.join(f + '/' for f in looked_for)}); is it the right archive?{hint}")
+    if len(found) > 1:
+        raise DownloadError(f"{archive}: holds {part.folder}/ more than once ({', '.join(f + '/' for f in found)}); "
+                            "cannot tell which to unpack")
+    return found[0]
+
+
+def unpack_kaggle_zip(archive: Path, out: Path, parts: Sequence[Part]) -> list[Part]:
+    """Unpack the asked-for folders of Kaggle's zip, and its top-level files such as sample_submission.csv.
+
+    ``parts`` may mix npz parts (``npz_all/npz/<subpath>/<split>/`` in the zip) and pb parts (the raw
+    protos, ``pb/<subpath>/<split>/`` or ``pb/pb/<subpath>/<split>/``, see ``_zip_folder``). Only those
+    folders are extracted (the whole ``pb/`` tree is large), and all of them are located from the member
+    names before anything is extracted, so a zip lacking one fails early and puts nothing in place.
     """
     names = check_zip(archive)
-    wanted_dirs = [f"npz_all/npz/{part.member_dir}/" for part in parts]
-    chosen = [n for n in names if "/" not in n.rstrip("/") or any(n.startswith(d) for d in wanted_dirs)]
+    folders = _folders_in(names)
+    sources = {part: _zip_folder(archive, folders, part) for part in parts}
+    wanted_dirs = tuple(f"{folder}/" for folder in sources.values())
+    chosen = [n for n in names if "/" not in n.rstrip("/") or n.startswith(wanted_dirs)]
     staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=out))
     try:
         with zipfile.ZipFile(archive) as zf:
             zf.extractall(staging, members=chosen)
-        moved = _move_parts(staging, out, parts, archive)
+        moved = _move_parts(out, {part: staging / folder for part, folder in sources.items()}, archive)
         for top in staging.iterdir():
             if top.is_file() and not (out / top.name).exists():
                 os.replace(top, out / top.name)
@@ -258,9 +329,18 @@ def unpack_kaggle_zip(archive: Path, out: Path, parts: Sequence[Part]) -> list[P
 
 @dataclass
 class DownloadReport:
+    """What a download did, each list in the kit's order.
+
+    installed / already_present: npz split folders unpacked now / found in place and skipped.
+    archives: archives kept (``keep_archives``).
+    pb_installed / pb_already_present: the same for the raw-proto folders (``with_pb``; Kaggle only).
+    """
+
     installed: list[Part]
     already_present: list[Part]
     archives: list[Path]
+    pb_installed: list[Part] = field(default_factory=list)
+    pb_already_present: list[Part] = field(default_factory=list)
 
 
 def _record_sha256(out: Path, archive: Path, expected: dict[str, str] | None) -> None:
@@ -283,7 +363,9 @@ def download_mirror(
     timeout: float = 60.0,
     progress: bool = True,
 ) -> DownloadReport:
-    """Fetch, check and unpack one mirror tar per part not already in ``out``'s tree."""
+    """Fetch, check and unpack one mirror tar per part not already in ``out``'s tree (npz parts only)."""
+    if any(part.tree == "pb" for part in parts):
+        raise DownloadError(MIRROR_HAS_NO_PROTOS)
     out.mkdir(parents=True, exist_ok=True)
     (out / DOWNLOADS_DIR).mkdir(exist_ok=True)
     report = DownloadReport([], [], [])
@@ -328,18 +410,31 @@ def _unpack_archive(
     return installed
 
 
-def download_kaggle(out: Path, parts: Sequence[Part], *, keep_archives: bool = False) -> DownloadReport:
-    """Fetch the competition zip through the ``kaggle`` package and unpack the parts not yet in place."""
+def download_kaggle(
+    out: Path, parts: Sequence[Part], *, keep_archives: bool = False, with_pb: bool = False,
+) -> DownloadReport:
+    """Fetch the competition zip through the ``kaggle`` package and unpack the parts not yet in place.
+
+    ``parts`` are npz parts (``select_parts``); ``with_pb`` adds their raw protos (``Part.as_pb``), unpacked
+    into ``out/pb/<subpath>/<split>/``. The zip is fetched only when some asked-for folder is missing.
+    """
     from competition.kaggle_api import KaggleError, download_competition_zip
 
     out.mkdir(parents=True, exist_ok=True)
-    report = DownloadReport([], [p for p in parts if p.target(out).is_dir()], [])
-    missing = [p for p in parts if not p.target(out).is_dir()]
+    wanted = list(dict.fromkeys([*parts, *(part.as_pb() for part in parts if with_pb)]))
+    present = [part for part in wanted if part.target(out).is_dir()]
+    missing = [part for part in wanted if part not in present]
+    report = DownloadReport([], _of_tree(present, "npz"), [], pb_already_present=_of_tree(present, "pb"))
     if not missing:
         return report
     try:
         archive = download_competition_zip(out / DOWNLOADS_DIR)
     except KaggleError as exc:
         raise DownloadError(str(exc)) from None
-    report.installed = _unpack_archive(archive, keep_archives, report, unpack_kaggle_zip, out, missing)
+    installed = _unpack_archive(archive, keep_archives, report, unpack_kaggle_zip, out, missing)
+    report.installed, report.pb_installed = _of_tree(installed, "npz"), _of_tree(installed, "pb")
     return report
+
+
+def _of_tree(parts: Iterable[Part], tree: str) -> list[Part]:
+    return [part for part in parts if part.tree == tree]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import http.server
 import io
+import shlex
 import socket
 import sys
 import tarfile
 import threading
 import types
 import zipfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +24,22 @@ import pytest
 
 from competition.cli import main
 from competition.collections import COLLECTION_BY_NAME, find_npz_root
-from competition.download import Part, _unsafe_reason, fetch, read_sha256_manifest, select_parts
+from competition.download import (
+    DownloadError,
+    Part,
+    _unsafe_reason,
+    download_kaggle,
+    download_mirror,
+    fetch,
+    read_sha256_manifest,
+    select_parts,
+)
 from competition.graphs import LayoutGraph, TileGraph, load_graph, save_graph
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
 LAYOUT = COLLECTION_BY_NAME["layout:nlp:random"]
+REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+LAYOUT_PB = REALDATA / "module_tuning_data_layout.pb"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -271,10 +284,26 @@ def test_sha256_mismatch(mirror, tmp_path, capsys):
     (["--source", "kaggle", "--mirror-url", "http://x/"], "apply to --source mirror only"),
     (["--source", "mirror", "--sha256", "/nonexistent/sums"], "no such file"),
     (["--timeout", "0"], "must be positive"),
+    (["--source", "mirror", "--with-pb"], "--with-pb needs --source kaggle"),
 ])
 def test_download_usage_errors(tmp_path, capsys, argv, message):
     code, _, err = run(capsys, "download", "--out", str(tmp_path / "d"), *argv)
     assert code == 2 and message in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_with_pb_from_the_mirror_is_a_usage_error(mirror, tmp_path, capsys):
+    code, _, err = run(capsys, "download", "--out", str(tmp_path / "d"), "--source", "mirror",
+                       "--mirror-url", mirror.url, "--with-pb")
+    assert code == 2 and mirror.ranges == []  # refused before anything is fetched
+    assert "the upstream mirror publishes only the npz tar files" in err
+    assert "npz_tile_xla_{split}.tar and npz_layout_{source}_{search}_{split}.tar" in err
+    assert "the raw protos come with Kaggle's download (--source kaggle --with-pb)" in err
+    # The library refuses too, for callers that build pb parts themselves.
+    with pytest.raises(DownloadError, match="publishes only the npz tar files"):
+        download_mirror(tmp_path / "lib", [Part(TILE, "train").as_pb()], mirror_url=mirror.url)
+    with pytest.raises(DownloadError, match="publishes only the npz tar files"):
+        _ = Part(TILE, "train", "pb").archive_name
 
 
 # --------------------------------------------------------------------------------------------------
@@ -331,17 +360,35 @@ def fake_kaggle(monkeypatch, tmp_path):
     return api
 
 
-def kaggle_zip(path: Path, tmp: Path) -> Path:
-    """A zip shaped like Kaggle's download: npz_all/npz/..., pb/..., sample_submission.csv."""
+def kaggle_zip(
+    path: Path, tmp: Path, pb_roots: Sequence[str] = ("pb/pb",), extra: Mapping[str, bytes | Path] | None = None,
+) -> Path:
+    """A zip shaped like Kaggle's download: npz_all/npz/..., pb/..., sample_submission.csv.
+
+    Each part's protos go to ``<root>/<subpath>/<split>/g<split>.pb`` under every root of ``pb_roots``
+    (the bytes name the part, so tests can tell which landed where); ``extra`` adds members, from bytes
+    or from a file.
+    """
     with zipfile.ZipFile(path, "w") as zf:
         for part in select_parts():
             graph = tile_graph() if part.collection.is_tile else layout_graph()
             buffer = tmp / "g.npz"
             save_graph(graph, buffer)
             zf.write(buffer, f"npz_all/npz/{part.member_dir}/g{part.split}.npz")
-        zf.writestr("pb/pb/tile/xla/train/g.pb", b"proto")
+            for root in pb_roots:
+                zf.writestr(f"{root}/{part.member_dir}/g{part.split}.pb", f"proto {part.member_dir}".encode())
+        for name, content in (extra or {}).items():
+            if isinstance(content, Path):
+                zf.write(content, name)
+            else:
+                zf.writestr(name, content)
         zf.writestr("sample_submission.csv", "ID,TopConfigs\n")
     return path
+
+
+def pb_files(out: Path) -> list[str]:
+    """Every file under ``out/pb``, relative to it."""
+    return sorted(p.relative_to(out / "pb").as_posix() for p in (out / "pb").rglob("*") if p.is_file())
 
 
 def test_kaggle_download(fake_kaggle, tmp_path, capsys):
@@ -349,7 +396,8 @@ def test_kaggle_download(fake_kaggle, tmp_path, capsys):
     out = tmp_path / "data"
     code, stdout, err = run(capsys, "download", "--out", str(out), "--split", "valid", "test")
     assert code == 0, err
-    assert "Installed 10 collection splits" in stdout
+    assert "Installed 10 collection splits" in stdout and "Raw protos" not in stdout
+    # The zip holds pb/pb/...; without --with-pb none of it is unpacked.
     assert (out / "sample_submission.csv").is_file() and not (out / "pb").exists()
     assert not TILE.split_dir(out, "train").exists()
     assert load_graph(LAYOUT.split_dir(out, "test") / "gtest.npz").num_configs == 4
@@ -385,6 +433,109 @@ def test_corrupt_kaggle_zip(fake_kaggle, tmp_path, capsys):
     code, _, err = run(capsys, "download", "--out", str(out))
     assert code == 1 and "not a readable zip file" in err
     no_partial_tree(out)
+
+
+@pytest.mark.parametrize("pb_root", ["pb", "pb/pb", "pb_all/pb"])
+def test_kaggle_download_with_pb(fake_kaggle, tmp_path, capsys, pb_root):
+    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, pb_roots=[pb_root])
+    out = tmp_path / "data"
+    code, stdout, err = run(capsys, "download", "--out", str(out), "--with-pb", "--split", "train", "valid",
+                            "--collection", "tile:xla", "layout:nlp:random")
+    assert code == 0, err
+    assert pb_files(out) == ["layout/nlp/random/train/gtrain.pb", "layout/nlp/random/valid/gvalid.pb",
+                             "tile/xla/train/gtrain.pb", "tile/xla/valid/gvalid.pb"]
+    assert (out / "pb/tile/xla/valid/gvalid.pb").read_bytes() == b"proto tile/xla/valid"
+    assert len(list(LAYOUT.split_dir(out, "valid").glob("*.npz"))) == 1  # the npz parts as before
+    assert "Installed 4 collection splits" in stdout
+    assert f"Raw protos of 4 collection splits unpacked under {out / 'pb'} (0 already present)" in stdout
+    assert f"tpugraphs featurize {out / 'pb/tile/xla/train'} --out {out / 'featurized/npz/tile/xla/train'}" in stdout
+    assert f"tpugraphs featurize {out / 'pb'} --out {out / 'featurized/npz'}" in stdout
+    assert not list(out.glob(".unpack-*")) and not list((out / ".downloads").iterdir())
+
+
+def test_pb_parts_already_present_are_skipped(fake_kaggle, tmp_path, capsys):
+    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path)
+    out = tmp_path / "data"
+    npz_part, pb_part = Part(TILE, "train"), Part(TILE, "train").as_pb()
+    mine = pb_part.target(out) / "mine.pb"
+    mine.parent.mkdir(parents=True)
+    mine.write_bytes(b"my own")
+    report = download_kaggle(out, [npz_part], with_pb=True)
+    assert (report.installed, report.already_present) == ([npz_part], [])
+    assert (report.pb_installed, report.pb_already_present) == ([], [pb_part])
+    assert pb_files(out) == ["tile/xla/train/mine.pb"]  # left alone, nothing added to it
+    # A second split: the zip is fetched again for the one missing pb folder only.
+    code, stdout, err = run(capsys, "download", "--out", str(out), "--with-pb", "--collection", "tile:xla",
+                            "--split", "train", "valid")
+    assert code == 0, err
+    assert f"already present, skipped: {pb_part.target(out)}" in err
+    assert "Installed 1 collection splits" in stdout and "Raw protos of 1 collection splits" in stdout
+    assert pb_files(out) == ["tile/xla/train/mine.pb", "tile/xla/valid/gvalid.pb"]
+    # Everything in place: Kaggle is not even asked (an offline API would fail the command).
+    fake_kaggle.behaviour = "offline"
+    code, stdout, err = run(capsys, "download", "--out", str(out), "--with-pb", "--collection", "tile:xla",
+                            "--split", "train", "valid")
+    assert code == 0, err
+    assert "Raw protos of 0 collection splits unpacked" in stdout and "(2 already present)" in stdout
+    # Without --with-pb the pb folders play no part: the npz splits alone decide.
+    code, _, err = run(capsys, "download", "--out", str(out), "--collection", "tile:xla", "--split", "train")
+    assert code == 0 and "pb/" not in err
+
+
+@pytest.mark.parametrize(("pb_roots", "extra", "message"), [
+    ([], {}, "holds no pb/tile/xla/train/ folder (looked for pb/tile/xla/train/, pb/pb/tile/xla/train/); "
+             "is it the right archive? Rerun without --with-pb for the npz files alone"),
+    ([], {"pb/pb/tile/xla/train/a.pb": b"x"}, "holds no pb/layout/xla/random/train/ folder (looked for "
+                                              "pb/layout/xla/random/train/, pb/pb/layout/xla/random/train/)"),
+    ([], {"pb_x/tile/xla/valid/a.pb": b"x"}, "(looked for pb_x/tile/xla/train/, pb_x/pb/tile/xla/train/)"),
+    (["pb", "pb/pb"], {}, "holds pb/tile/xla/train/ more than once (pb/tile/xla/train/, pb/pb/tile/xla/train/); "
+                          "cannot tell which to unpack"),
+])
+def test_kaggle_zip_without_the_asked_pb_folder(fake_kaggle, tmp_path, capsys, pb_roots, extra, message):
+    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, pb_roots=pb_roots, extra=extra)
+    out = tmp_path / "data"
+    code, stdout, err = run(capsys, "download", "--out", str(out), "--with-pb", "--split", "train",
+                            "--collection", "tile:xla", "layout:xla:random")
+    assert code == 1 and stdout == ""
+    assert "predict-ai-model-runtime.zip: " in err and message in err
+    assert "Traceback" not in err and err.count("\n") == 1
+    no_partial_tree(out)  # neither the npz parts, which the zip does hold, nor any pb folder
+    assert not (out / "pb").exists() and not (out / "sample_submission.csv").exists()
+
+
+@pytest.mark.parametrize("name", ["pb/../../evil.pb", "pb/pb/../../../evil.pb", "/pb/pb/tile/xla/train/evil.pb"])
+def test_kaggle_zip_with_unsafe_pb_member_is_refused(fake_kaggle, tmp_path, capsys, name):
+    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, extra={name: b"evil"})
+    out = tmp_path / "data"
+    code, _, err = run(capsys, "download", "--out", str(out), "--with-pb", "--collection", "tile:xla")
+    assert code == 1
+    assert f"refusing to unpack member {name!r}" in err and "archive deleted" in err
+    no_partial_tree(out)
+    assert not (out / "pb").exists() and not list(tmp_path.rglob("evil.pb"))
+
+
+@pytest.mark.realdata
+@pytest.mark.skipif(not LAYOUT_PB.is_file(), reason=f"real layout proto not found in {REALDATA} "
+                                                    "(a fresh clone has no ../shared/realdata)")
+def test_download_with_pb_then_featurize_the_real_proto(fake_kaggle, tmp_path, capsys):
+    member = f"pb/layout/xla/random/train/{LAYOUT_PB.stem}.pb"
+    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, pb_roots=[], extra={member: LAYOUT_PB})
+    out = tmp_path / "data"
+    code, stdout, err = run(capsys, "download", "--out", str(out), "--with-pb", "--collection", "layout:xla:random",
+                            "--split", "train")
+    assert code == 0, err
+    unpacked = out / member
+    assert unpacked.read_bytes() == LAYOUT_PB.read_bytes()
+    # Run the featurize command the summary suggests for the folder.
+    suggested = [line.strip() for line in stdout.splitlines() if line.strip().startswith("tpugraphs featurize")]
+    argv = shlex.split(suggested[0])
+    assert argv[1:] == ["featurize", str(unpacked.parent), "--out", str(out / "featurized/npz/layout/xla/random/train")]
+    code, stdout, err = run(capsys, *argv[1:])
+    assert code == 0, err
+    graph = load_graph(Path(argv[-1]) / f"{LAYOUT_PB.stem}.npz")
+    assert isinstance(graph, LayoutGraph)
+    assert (graph.num_nodes, graph.num_configurable_nodes) == (3163, 62)  # the realdata README's figures
+    assert graph.num_configs > 0
 
 
 def test_credential_sources(monkeypatch, tmp_path):
