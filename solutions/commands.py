@@ -22,8 +22,9 @@ methods (see solutions/method.py):
   heuristic  a non-learned rule of thumb from the config features
   random     seeded random ranking: the floor
 
-exit status: 0 written and valid, 1 unreadable data, 2 usage error (unknown method or collection,
-missing splits or saved models, CUDA asked for but absent)
+exit status: 0 written and valid, 1 unreadable data or a file that could not be written (disk full),
+2 usage error (unknown method or collection, missing splits or saved models, CUDA asked for but absent,
+a --cache-dir that cannot be created)
 
 examples:
   tpugraphs solve --data data/demo/public --out sub.csv
@@ -111,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except DataFormatError as exc:
         print(f"tpugraphs solve: cannot read the data: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # e.g. the disk filled up while a cache or a model was written
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"tpugraphs solve: cannot write: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     print()
     print(report.format_table())

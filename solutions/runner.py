@@ -271,6 +271,20 @@ def _check_device(device: str) -> None:
         raise SolveError(f"--device {device}: torch sees no CUDA GPU on this machine; use --device cpu")
 
 
+def _check_cache_dir(cache_dir: Path | None) -> None:
+    """The cache folder must be a folder this process can create and write (checked before any training)."""
+    if cache_dir is None:
+        return
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise SolveError(f"--cache-dir {cache_dir}: exists and is not a folder")
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SolveError(f"--cache-dir {cache_dir}: cannot create it ({exc.strerror})") from None
+    if not os.access(cache_dir, os.W_OK | os.X_OK):
+        raise SolveError(f"--cache-dir {cache_dir}: not writable by this user; choose another folder")
+
+
 def _default_model_dir(out: Path) -> Path:
     return out.with_name(out.stem + ".models") if out.suffix else out.with_name(out.name + ".models")
 
@@ -428,6 +442,7 @@ def solve(
     model_dir = Path(model_dir) if model_dir is not None else _default_model_dir(out)
     _check_splits(data_dir, chosen, ("valid", "test") if predict_only else ("train", "valid", "test"))
     _check_device(options.device)
+    _check_cache_dir(options.cache_dir)
     if predict_only:
         if params:
             raise SolveError("--param has no effect with --predict-only (the saved models keep their settings)")

@@ -248,8 +248,12 @@ def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, c
     (["--predict-only"], "run without --predict-only first"),
     (["--param", "hidden"], "expected KEY=VALUE"),
     (["--time-budget", "0"], "--time-budget must be > 0"),
+    (["--cache-dir", "{tmp}/a_file"], "a_file: exists and is not a folder"),
+    (["--cache-dir", "{tmp}/a_file/cache"], "a_file/cache: cannot create it (Not a directory)"),
 ])
 def test_cli_usage_errors_exit_2_without_traceback(tiny_competition, tmp_path, capsys, argv, message):
+    (tmp_path / "a_file").write_text("not a folder")
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
     argv = ["--data", str(public(tiny_competition)), "--out", str(tmp_path / "sub.csv"), "--quiet", *argv]
     try:
         code, _, err = run_cli(capsys, *argv)
@@ -268,6 +272,25 @@ def test_cli_unreadable_data_exits_1(tiny_competition, tmp_path, capsys):
     code, _, err = run_cli(capsys, "--data", str(data), "--out", str(tmp_path / "sub.csv"), "--quiet",
                            "--method", "random", "--collection", "tile:xla")
     assert code == 1 and victim.name in err and "Traceback" not in err
+
+
+def test_cli_disk_full_while_caching_exits_1_and_leaves_no_half_cache(tiny_competition, tmp_path, capsys,
+                                                                      monkeypatch):
+    import errno
+
+    from competition import cache as cache_module
+
+    def no_space(fp, npz_path, out_path, sizes, chunk_bytes):
+        raise OSError(errno.ENOSPC, "No space left on device", str(out_path))
+
+    monkeypatch.setattr(cache_module, "_stream_configs", no_space)
+    cache = tmp_path / "cache"
+    code, _, err = run_cli(capsys, "--data", str(public(tiny_competition)), "--out", str(tmp_path / "sub.csv"),
+                           "--quiet", "--method", "random", "--collection", "layout:xla:default",
+                           "--cache-dir", str(cache))
+    assert code == 1 and "cannot write: No space left on device" in err and "Traceback" not in err
+    assert not any(cache.rglob("*.npy"))  # the failed build left nothing behind
+    assert not (tmp_path / "sub.csv").exists()
 
 
 @pytest.mark.parametrize(("items", "expected"), [
