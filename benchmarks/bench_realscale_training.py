@@ -13,8 +13,8 @@ epochs, in a fresh child process whose peak resident memory (``ru_maxrss``) is r
 - ``no cache``: the released files loaded whole (skipped with ``--skip-no-cache``; it needs about
   the float32 tensor of one graph at a time plus its packed copy, ~2 GB here).
 
-Target: the cached fit within 8 GB. The runner's validation and test prediction still load each
-(small) valid / test graph whole; only the fit reads through the cache.
+Target: the cached fit within 8 GB. With the cache, validation and test prediction read through it
+too (here on small graphs); ``benchmarks.bench_realscale_split`` measures a whole real-size split.
 
 usage: python -m benchmarks.bench_realscale_training [--graphs 2] [--epochs 4] [--keep DIR] [--skip-no-cache]
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -343,3 +344,26 @@ def test_split_source_reads_layout_graphs_through_the_cache(tiny_competition, tm
     tile = SplitSource(public, COLLECTION_BY_NAME["tile:xla"], "valid")
     assert all(isinstance(g, TileGraph) for _, g in tile.graphs(tmp_path / "cache"))  # tile: never cached
     assert not (tmp_path / "cache" / "tile").exists()
+
+
+REAL_LAYOUT = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "module_tuning_data_layout.pb"
+
+
+@pytest.mark.realdata
+def test_the_real_layout_graph_reads_the_same_through_the_cache(tmp_path):
+    """The real proto, featurized, saved as a released npz and cached: the methods' inputs are the same."""
+    if not REAL_LAYOUT.is_file():
+        pytest.skip(f"real protos absent: {REAL_LAYOUT} (see ../shared/realdata/README.md)")
+    from competition.protos.featurize import featurize_file
+    from solutions.gbdt.features import FeatureSettings, config_features
+    from solutions.heuristics import layout_cost
+
+    [(_, graph)] = featurize_file(REAL_LAYOUT)
+    save_graph(graph, tmp_path / "real.npz")
+    view = build_cache(tmp_path / "real.npz", tmp_path / "cache").layout_view()
+    loaded = load_graph(tmp_path / "real.npz", "layout")
+    assert view.num_configs == loaded.num_configs > 1 and view.num_configurable_nodes == 62
+    np.testing.assert_array_equal(view.node_config_feat, loaded.node_config_feat)
+    np.testing.assert_array_equal(layout_cost(view), layout_cost(loaded))
+    settings = FeatureSettings(task="layout")
+    np.testing.assert_array_equal(config_features(view, settings), config_features(loaded, settings))
