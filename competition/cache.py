@@ -136,7 +136,7 @@ class CachedGraph:
 
     def layout_view(self) -> CachedLayoutGraph:
         """This graph as a ``LayoutGraph`` whose configs stay memory-mapped (see ``CachedLayoutGraph``)."""
-        return CachedLayoutGraph(self, node_config_feat=self.node_config_feat, **self.graph_arrays())
+        return CachedLayoutGraph(self, **self.graph_arrays())
 
     def close(self) -> None:
         """Drop the memory map (it reopens on the next read)."""
@@ -152,13 +152,21 @@ class CachedLayoutGraph(LayoutGraph):
     back the 872 MB the cache exists to avoid. ``cache`` is the ``CachedGraph`` it came from, for
     code with a cached path of its own (the GNN reads the configs it samples through it).
 
-    Pages read through the map stay in the process's resident memory while the view (or anything
-    sliced from it without a copy) is alive: drop the view when done with the graph.
+    The view does not own the memory map: ``node_config_feat`` asks ``cache`` for it on every access,
+    so ``cache.close()`` releases the pages read so far from the process's resident memory (the
+    whole int8 file after a full pass), unless a slice taken without a copy is still alive. Holding
+    the map in the view kept one more graph's file resident and raised the peak of a GNN fit on two
+    100,040-config graphs from 0.69 to 0.83 GB.
     """
 
     def __init__(self, cache: CachedGraph, **arrays: np.ndarray) -> None:
-        super().__init__(**arrays)
         self.cache = cache
+        for key, value in arrays.items():  # the other LayoutGraph fields, as the dataclass would set them
+            setattr(self, key, value)
+
+    @property
+    def node_config_feat(self) -> np.memmap:  # type: ignore[override]
+        return self.cache.node_config_feat
 
     def __repr__(self) -> str:
         return (f"CachedLayoutGraph({self.cache.cache_dir}, nodes={self.num_nodes}, configs={self.num_configs}, "

@@ -53,7 +53,10 @@ class SplitSource:
             yield from iter_split(self.data_dir, self.collection, self.split)
             return
         for cached in iter_cached_split(self.data_dir, self.collection, self.split, cache_dir):
-            yield self.collection.row_id(cached.stem), cached.layout_view()
+            try:
+                yield self.collection.row_id(cached.stem), cached.layout_view()
+            finally:
+                cached.close()  # the pages the consumer read leave resident memory before the next graph
 
     def __len__(self) -> int:
         return len(self.paths)

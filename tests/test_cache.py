@@ -316,6 +316,10 @@ def test_layout_view_is_the_released_graph_with_mapped_int8_configs(tmp_path):
         np.testing.assert_array_equal(getattr(view, key), getattr(graph, key))
     assert view.num_configs == graph.num_configs and view.num_configurable_nodes == graph.num_configurable_nodes
     assert view.cache.cache_dir == tmp_path / "cache"
+    view.cache.close()  # the view does not own the map: closing the cache drops it, the next read reopens it
+    assert view.cache._config_map is None and view.node_config_feat.shape == graph.node_config_feat.shape
+    with pytest.raises(AttributeError):
+        view.node_config_feat = graph.node_config_feat  # read-only
     assert repr(view).startswith("CachedLayoutGraph(") and "configs=50" in repr(view)  # no array dump
 
 
@@ -367,3 +371,65 @@ def test_the_real_layout_graph_reads_the_same_through_the_cache(tmp_path):
     np.testing.assert_array_equal(layout_cost(view), layout_cost(loaded))
     settings = FeatureSettings(task="layout")
     np.testing.assert_array_equal(config_features(view, settings), config_features(loaded, settings))
+
+
+# -- tpugraphs cache ------------------------------------------------------------------------------------
+
+
+def test_cache_command_builds_then_reuses(tiny_competition, tmp_path, capsys):
+    from competition.cli import main
+
+    public, out = tiny_competition / "public", tmp_path / "cache"
+    assert main(["cache", "--data", str(public), "--out", str(out), "--quiet"]) == 0
+    first = capsys.readouterr().out
+    layout = [c for c in COLLECTION_BY_NAME.values() if not c.is_tile]
+    for collection in layout:
+        for split in ("train", "valid", "test"):
+            stems = [p.stem for p in list_split(public, collection, split)]
+            assert sorted(p.name for p in (out / collection.subpath / split).iterdir()) == sorted(stems)
+            assert f"{collection.name:<20} {split:<6} {len(stems):>6} {len(stems):>6} {0:>6}" in first
+    assert not (out / "tile").exists() and "tpugraphs solve --data" in first
+    assert main(["cache", "--data", str(public), "--out", str(out), "--quiet",
+                 "--collection", "layout:nlp:random", "--split", "valid"]) == 0
+    again = capsys.readouterr().out
+    graphs = len(list_split(public, COLLECTION_BY_NAME["layout:nlp:random"], "valid"))
+    assert f"{'layout:nlp:random':<20} {'valid':<6} {graphs:>6} {0:>6} {graphs:>6}" in again  # reused
+    assert main(["cache", "--data", str(public), "--out", str(out), "--quiet", "--force",
+                 "--collection", "layout:nlp:random", "--split", "valid"]) == 0
+    assert f"{graphs:>6} {graphs:>6} {0:>6}" in capsys.readouterr().out  # --force: rebuilt
+
+
+def test_cache_command_names_a_corrupt_file_and_caches_the_others(tiny_competition, tmp_path, capsys):
+    import shutil
+
+    from competition.cli import main
+
+    data = tmp_path / "public"
+    shutil.copytree(tiny_competition / "public", data)
+    collection = COLLECTION_BY_NAME["layout:xla:random"]
+    paths = list_split(data, collection, "valid")
+    paths[0].write_bytes(b"not an npz")
+    code = main(["cache", "--data", str(data), "--out", str(tmp_path / "cache"), "--quiet",
+                 "--collection", collection.name, "--split", "valid"])
+    err = capsys.readouterr().err
+    assert code == 1 and paths[0].name in err and "could not be read" in err and "Traceback" not in err
+    folder = tmp_path / "cache" / collection.subpath / "valid"
+    assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == sorted(p.stem for p in paths[1:])
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--collection", "tile:xla"], "tile:xla: tile graphs are not cached"),
+    (["--collection", "layout:foo"], "unknown collection 'layout:foo'"),
+    (["--data", "{tmp}/nowhere"], "nowhere: no such folder"),
+    (["--out", "{tmp}/a_file"], "a_file: exists and is not a folder"),
+    (["--data", "{tmp}"], "holds no layout graphs of the chosen collections"),
+])
+def test_cache_command_usage_errors(tiny_competition, tmp_path, capsys, argv, message):
+    from competition.cli import main
+
+    (tmp_path / "a_file").write_text("")
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    base = ["cache", "--data", str(tiny_competition / "public"), "--out", str(tmp_path / "cache"), "--quiet"]
+    assert main([*base, *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
