@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "competition.commands.featurize",
     "competition.commands.inspect",
     "competition.commands.download",
+    "competition.commands.cache",
     "solutions.commands",
     "leaderboard.commands",
 )
