@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
+from real_protos import LAYOUT_PROTO, needs_realdata
 
 from competition.cache import (
     CONFIGS_NAME,
@@ -350,19 +350,14 @@ def test_split_source_reads_layout_graphs_through_the_cache(tiny_competition, tm
     assert not (tmp_path / "cache" / "tile").exists()
 
 
-REAL_LAYOUT = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "module_tuning_data_layout.pb"
-
-
-@pytest.mark.realdata
+@needs_realdata(LAYOUT_PROTO)
 def test_the_real_layout_graph_reads_the_same_through_the_cache(tmp_path):
     """The real proto, featurized, saved as a released npz and cached: the methods' inputs are the same."""
-    if not REAL_LAYOUT.is_file():
-        pytest.skip(f"real protos absent: {REAL_LAYOUT} (see ../shared/realdata/README.md)")
     from competition.protos.featurize import featurize_file
     from solutions.gbdt.features import FeatureSettings, config_features
     from solutions.heuristics import layout_cost
 
-    [(_, graph)] = featurize_file(REAL_LAYOUT)
+    [(_, graph)] = featurize_file(LAYOUT_PROTO)
     save_graph(graph, tmp_path / "real.npz")
     view = build_cache(tmp_path / "real.npz", tmp_path / "cache").layout_view()
     loaded = load_graph(tmp_path / "real.npz", "layout")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from real_protos import LAYOUT_PROTO, needs_realdata
 
 from competition.cli import main
 from competition.collections import COLLECTION_BY_NAME, find_npz_root
@@ -38,8 +39,6 @@ from competition.graphs import LayoutGraph, TileGraph, load_graph, save_graph
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
 LAYOUT = COLLECTION_BY_NAME["layout:nlp:random"]
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
-LAYOUT_PB = REALDATA / "module_tuning_data_layout.pb"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -514,25 +513,23 @@ def test_kaggle_zip_with_unsafe_pb_member_is_refused(fake_kaggle, tmp_path, caps
     assert not (out / "pb").exists() and not list(tmp_path.rglob("evil.pb"))
 
 
-@pytest.mark.realdata
-@pytest.mark.skipif(not LAYOUT_PB.is_file(), reason=f"real layout proto not found in {REALDATA} "
-                                                    "(a fresh clone has no ../shared/realdata)")
+@needs_realdata(LAYOUT_PROTO)
 def test_download_with_pb_then_featurize_the_real_proto(fake_kaggle, tmp_path, capsys):
-    member = f"pb/layout/xla/random/train/{LAYOUT_PB.stem}.pb"
-    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, pb_roots=[], extra={member: LAYOUT_PB})
+    member = f"pb/layout/xla/random/train/{LAYOUT_PROTO.stem}.pb"
+    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, pb_roots=[], extra={member: LAYOUT_PROTO})
     out = tmp_path / "data"
     code, stdout, err = run(capsys, "download", "--out", str(out), "--with-pb", "--collection", "layout:xla:random",
                             "--split", "train")
     assert code == 0, err
     unpacked = out / member
-    assert unpacked.read_bytes() == LAYOUT_PB.read_bytes()
+    assert unpacked.read_bytes() == LAYOUT_PROTO.read_bytes()
     # Run the featurize command the summary suggests for the folder.
     suggested = [line.strip() for line in stdout.splitlines() if line.strip().startswith("tpugraphs featurize")]
     argv = shlex.split(suggested[0])
     assert argv[1:] == ["featurize", str(unpacked.parent), "--out", str(out / "featurized/npz/layout/xla/random/train")]
     code, stdout, err = run(capsys, *argv[1:])
     assert code == 0, err
-    graph = load_graph(Path(argv[-1]) / f"{LAYOUT_PB.stem}.npz")
+    graph = load_graph(Path(argv[-1]) / f"{LAYOUT_PROTO.stem}.npz")
     assert isinstance(graph, LayoutGraph)
     assert (graph.num_nodes, graph.num_configurable_nodes) == (3163, 62)  # the realdata README's figures
     assert graph.num_configs > 0

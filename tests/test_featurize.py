@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from real_protos import LAYOUT_PROTO, TILE_PROTO, needs_realdata
 
 from competition.cli import main
 from competition.graphs import LayoutGraph, TileGraph, load_graph
@@ -37,20 +38,6 @@ from competition.protos.featurize import (
     read_tuning_proto,
 )
 from competition.protos.wire import WireFormatError, decode_message, iter_fields
-
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
-LAYOUT_PB = REALDATA / "module_tuning_data_layout.pb"
-TILE_PB = REALDATA / "op_tuning_data.pb"
-_skip_without_realdata = pytest.mark.skipif(
-    not (LAYOUT_PB.is_file() and TILE_PB.is_file()),
-    reason=f"real protos not found in {REALDATA} (a fresh clone has no ../shared/realdata)",
-)
-
-
-def needs_realdata(test):
-    """Mark a test as reading the real protos; skipped with the reason when they are absent."""
-    return pytest.mark.realdata(_skip_without_realdata(test))
-
 
 col = NODE_FEATURE_NAMES.index
 
@@ -170,7 +157,7 @@ def raw_varints(data: bytes, span) -> list[int]:
 
 @pytest.fixture(scope="module")
 def layout_bytes() -> bytes:
-    return LAYOUT_PB.read_bytes()
+    return LAYOUT_PROTO.read_bytes()
 
 
 @pytest.fixture(scope="module")
@@ -185,12 +172,12 @@ def layout_graph(layout_proto) -> LayoutGraph:
 
 @pytest.fixture(scope="module")
 def tile_proto():
-    return read_tuning_proto(TILE_PB)[1]
+    return read_tuning_proto(TILE_PROTO)[1]
 
 
 @pytest.fixture(scope="module")
 def tile_graphs(tile_proto) -> list[tuple[str, TileGraph]]:
-    graphs, skipped = featurize_tile(tile_proto, TILE_PB.stem)
+    graphs, skipped = featurize_tile(tile_proto, TILE_PROTO.stem)
     assert skipped == []
     return graphs
 
@@ -250,7 +237,7 @@ def test_leading_sum_product_wraps_like_int64(values, k):
 # Real layout proto
 
 
-@needs_realdata
+@needs_realdata()
 def test_layout_counts_match_the_realdata_readme(layout_proto, layout_graph):
     g = layout_graph
     computations = layout_proto["module"]["computations"]
@@ -273,7 +260,7 @@ def test_layout_counts_match_the_realdata_readme(layout_proto, layout_graph):
     assert top5 == [opcode_id(o) for o in ("multiply", "add", "broadcast", "parameter", "get-tuple-element")]
 
 
-@needs_realdata
+@needs_realdata()
 def test_layout_edges_follow_the_conventions(layout_proto, layout_graph):
     edges = layout_graph.edge_index
     assert edges.dtype == np.int64 and edges.shape == (5112, 2)
@@ -292,7 +279,7 @@ def test_layout_edges_follow_the_conventions(layout_proto, layout_graph):
         assert producers.get(k, set()) == expected, inst["name"]
 
 
-@needs_realdata
+@needs_realdata()
 def test_layout_node_splits_follow_the_name_rule(layout_proto, layout_graph):
     splits = layout_graph.node_splits
     assert splits.dtype == np.int64 and splits.shape == (1, 8)
@@ -305,7 +292,7 @@ def test_layout_node_splits_follow_the_name_rule(layout_proto, layout_graph):
     assert ends == [449, 453, 467, 471, 498, 502]  # while_body/while_cond x3; the entry adds 3163
 
 
-@needs_realdata
+@needs_realdata()
 def test_layout_configs_keep_proto_order_and_drop_error_runs(layout_proto, layout_graph):
     runs = layout_proto["runs"]
     usable = [r for r in runs if r["module_config"] is not None and not r["error"] and r["profile"] is not None]
@@ -318,7 +305,7 @@ def test_layout_configs_keep_proto_order_and_drop_error_runs(layout_proto, layou
     assert (layout_graph.node_config_feat == -1).mean() > 0.5  # most tensors have only 2 layout dims
 
 
-@needs_realdata
+@needs_realdata()
 def test_layout_hand_checked_convolution(layout_bytes, layout_graph):
     # Node 660 is convolution.1043 of the entry computation: bf16[2,96,96,96,32] with layout
     # {4,3,2,1,0}, a 3x3x3 window, and the 5th configurable node. Re-read it from the raw bytes.
@@ -360,7 +347,7 @@ def test_layout_hand_checked_convolution(layout_bytes, layout_graph):
     assert layout_graph.node_config_feat[0, 4].tolist() == [4, 0, *pad, 4, 0, *pad, 4, 3, *pad]
 
 
-@needs_realdata
+@needs_realdata()
 def test_layout_hand_checked_entry_root_tuple(layout_graph):
     row = layout_graph.node_feat[3162]  # tuple.72, root of the entry computation, 226 elements
     assert row[col("is_root")] == 1 and row[col("shape_element_type_is_tuple")] == 1
@@ -373,7 +360,7 @@ def test_layout_hand_checked_entry_root_tuple(layout_graph):
 # Real tile proto
 
 
-@needs_realdata
+@needs_realdata()
 def test_tile_counts_match_the_realdata_readme(tile_proto, tile_graphs):
     modules = tile_proto["modules"]
     assert len(modules) == 15 == len(tile_graphs)
@@ -390,7 +377,7 @@ def test_tile_counts_match_the_realdata_readme(tile_proto, tile_graphs):
         assert (g.edge_index[:, 0] > g.edge_index[:, 1]).all()
 
 
-@needs_realdata
+@needs_realdata()
 def test_tile_normaliser_is_the_first_kept_default(tile_proto, tile_graphs):
     best_ratios = []
     for module, (_, g) in zip(tile_proto["modules"], tile_graphs, strict=True):
@@ -404,7 +391,7 @@ def test_tile_normaliser_is_the_first_kept_default(tile_proto, tile_graphs):
     assert min(others) > 0.87 and max(others) < 0.99
 
 
-@needs_realdata
+@needs_realdata()
 def test_tile_hand_checked_config_and_reshape_ties(tile_proto, tile_graphs):
     conv = tile_graphs[1][1]  # fusion.191: the convolution kernel with 581 runs
     tile = tile_proto["modules"][1]["runs"][0]["op_config"]["tile_size_config"]
@@ -418,9 +405,9 @@ def test_tile_hand_checked_config_and_reshape_ties(tile_proto, tile_graphs):
     assert reshapes[0].config_runtime.max() / reshapes[0].config_runtime.min() > 2.0
 
 
-@needs_realdata
+@needs_realdata()
 def test_featurize_files_round_trip_through_load_graph(tmp_path):
-    written = featurize_files([LAYOUT_PB, TILE_PB], tmp_path)
+    written = featurize_files([LAYOUT_PROTO, TILE_PROTO], tmp_path)
     assert len(written) == 16
     layout = load_graph(tmp_path / "module_tuning_data_layout.npz")
     assert isinstance(layout, LayoutGraph) and layout.num_configs == 112
@@ -429,10 +416,10 @@ def test_featurize_files_round_trip_through_load_graph(tmp_path):
     assert (tmp_path / "op_tuning_data_4ae805e53b8d2b8a.npz").is_file()
 
 
-@needs_realdata
+@needs_realdata()
 def test_detect_kind_on_real_files():
-    assert detect_kind(LAYOUT_PB.read_bytes()) == "layout"
-    assert detect_kind(TILE_PB.read_bytes()) == "tile"
+    assert detect_kind(LAYOUT_PROTO.read_bytes()) == "layout"
+    assert detect_kind(TILE_PROTO.read_bytes()) == "tile"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -604,7 +591,7 @@ def test_fast_layout_decoder_leaves_bad_bytes_to_the_general_one(data):
         assert fast is None or fast == general
 
 
-@needs_realdata
+@needs_realdata()
 def test_fast_path_gives_the_same_layout_graph(layout_bytes, layout_graph, monkeypatch):
     monkeypatch.setattr(wire, "_FAST_DECODERS", {})
     slow = featurize_layout(decode_message(layout_bytes, "ModuleTuningData"))
@@ -625,7 +612,7 @@ def test_node_feature_matrix_with_an_extra_block():
 
 
 def _truncated_real(fraction: float) -> bytes:
-    data = TILE_PB.read_bytes()
+    data = TILE_PROTO.read_bytes()
     return data[: int(len(data) * fraction)]
 
 
@@ -667,7 +654,7 @@ def test_bad_protos_are_named_with_offset_and_field(tmp_path, label, data, messa
     assert str(info.value).startswith(f"{path}: ")
 
 
-@needs_realdata
+@needs_realdata()
 @pytest.mark.parametrize(
     ("source", "cut", "message"),
     [
@@ -677,7 +664,7 @@ def test_bad_protos_are_named_with_offset_and_field(tmp_path, label, data, messa
     ],
 )
 def test_truncated_real_protos(tmp_path, source, cut, message):
-    data = (TILE_PB if source == "tile" else LAYOUT_PB).read_bytes()
+    data = (TILE_PROTO if source == "tile" else LAYOUT_PROTO).read_bytes()
     path = write(tmp_path, data[:cut])
     with pytest.raises(ProtoFormatError, match=message) as info:
         featurize_file(path)

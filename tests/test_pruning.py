@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import doctest
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from real_protos import LAYOUT_PROTO, needs_realdata
 
 from benchmarks.realscale import XLA_CONFIGURABLE, XLA_EDGES, XLA_NODES, xla_layout_graph
 from competition.graphs import LayoutGraph, TileGraph
@@ -28,9 +28,6 @@ from solutions.pruning import (
     layout_graph_from_edges,
     prune_to_selection,
 )
-
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
-LAYOUT_PROTO = REALDATA / "module_tuning_data_layout.pb"
 
 SELECTIONS = [ConfigurableOnly(), ConfigurableOnly(keep_edges=True), OneHop(), KHopToConsumers(0),
               KHopToConsumers(2), KHopToConsumers(3, producers=2)]
@@ -549,10 +546,8 @@ def test_realscale_pruning_matches_references(xla_graph):
     assert merged.member_counts.sum() == XLA_NODES
 
 
-@pytest.mark.realdata
+@needs_realdata(LAYOUT_PROTO)
 def test_real_layout_graph_reduction():
-    if not LAYOUT_PROTO.is_file():
-        pytest.skip(f"real protos absent: {LAYOUT_PROTO} (see ../shared/realdata/README.md)")
     featurize = pytest.importorskip("competition.protos.featurize", reason="the proto featurizer is not available")
     [(_, graph)] = featurize.featurize_file(LAYOUT_PROTO)
     assert (graph.num_nodes, graph.num_configurable_nodes) == (3163, 62)
