@@ -281,6 +281,15 @@ class _Program:
         self.optimizer(w, b.dot(b.transpose(x, (1, 0)), dy))
         return b.dot(dy, b.transpose(w, (1, 0)), layout=self.rand_layout(2))
 
+    def backprop_dense(self, tape: list, dx: Instr) -> Instr:
+        """Gradients back through the dense layers on ``tape``, last first, until the node budget is spent."""
+        for record in reversed(tape):
+            if self.nodes > self.target_nodes:
+                break
+            dx = self.dense_backward(record, dx)
+            self.filler(dx)
+        return dx
+
     def attention_layer(self, x: Instr, tape: list) -> Instr:
         b = self.b
         d = self.spec.dims
@@ -350,12 +359,7 @@ class _Program:
             self.outputs.append(pooled)
             return pooled
         logits = self.dense(x, int(self.rng.choice([2, 128, 512])), tape)
-        dx = self.softmax_loss(logits)
-        for record in reversed(tape):
-            if self.nodes > self.target_nodes:
-                break
-            dx = self.dense_backward(record, dx)
-            self.filler(dx)
+        dx = self.backprop_dense(tape, self.softmax_loss(logits))
         if dx.shape == (batch * seq, hidden):  # embedding gradient: scatter-add rows into the table
             zeros = b.scalar_broadcast(table.shape)
             grad = b.emit("scatter", table.shape, [zeros, ids, dx], dtype=table.dtype,
@@ -397,13 +401,7 @@ class _Program:
         if not self.spec.train:
             self.outputs.append(logits)
             return logits
-        dx = self.softmax_loss(logits)
-        for record in reversed(tape):
-            if self.nodes > self.target_nodes:
-                break
-            dx = self.dense_backward(record, dx)
-            self.filler(dx)
-        return dx
+        return self.backprop_dense(tape, self.softmax_loss(logits))
 
     # -- the whole program ----------------------------------------------------------------------
     def build(self) -> HloGraph:
