@@ -365,10 +365,14 @@ def layout_context(graph: LayoutGraph) -> LayoutContext:
     config_index = np.full(graph.num_nodes, -1, dtype=np.int64)
     config_index[ids] = np.arange(nc)
 
+    # One pass over the configs (a memory-mapped cached graph is read once): vector ranks and row codes.
     rank = np.zeros((nc, 3), dtype=np.int64)
+    codes = np.empty(feat.shape[:2], dtype=np.int64)
     for part in config_chunks(*feat.shape[:2]):
-        vectors = feat[part].reshape(part.stop - part.start, nc, 3, MAX_DIMS)
+        chunk = feat[part]
+        vectors = chunk.reshape(part.stop - part.start, nc, 3, MAX_DIMS)
         rank = np.maximum(rank, (vectors != -1).sum(axis=-1).max(axis=0, initial=0))
+        codes[part] = pack_layout_vector_codes(chunk)
 
     tensor_dims = np.zeros((nc, 3, MAX_DIMS))
     tensor_elements = np.zeros((nc, 3))
@@ -406,7 +410,7 @@ def layout_context(graph: LayoutGraph) -> LayoutContext:
 
     kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
     kind = np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
-    mode_codes = _column_modes(pack_layout_vector_codes(feat)) if feat.shape[0] else np.zeros(nc, np.int64)
+    mode_codes = _column_modes(codes) if feat.shape[0] else np.zeros(nc, np.int64)
     return LayoutContext(
         tensor_dims=tensor_dims, tensor_elements=tensor_elements, rank=rank, expected=expected,
         producer=producer, has_plain_consumer=has_plain_consumer, kind=kind, mode_codes=mode_codes,
