@@ -345,14 +345,15 @@ def split_cache_dir(cache_root: str | Path, collection: Collection, split: Split
     return Path(cache_root) / collection.subpath / split
 
 
-def _layout_collection(collection: Collection | str) -> Collection:
+def layout_collection(collection: Collection | str) -> Collection:
+    """The layout collection named ``collection``; ValueError for an unknown name or a tile collection."""
     if isinstance(collection, str):
         if collection not in COLLECTION_BY_NAME:
             raise ValueError(f"unknown collection {collection!r}; expected one of {', '.join(COLLECTION_BY_NAME)}")
         collection = COLLECTION_BY_NAME[collection]
     if collection.is_tile:
         raise ValueError(
-            f"{collection.name}: tile graphs are not cached (each file is a few MB); read them with load_graph"
+            f"{collection.name}: tile graphs are not cached (each file is a few MB and is read whole)"
         )
     return collection
 
@@ -362,7 +363,7 @@ def iter_cached_split(
 ) -> Iterator[CachedGraph]:
     """The caches of every graph of one layout split, in ``list_split`` order, each built (when missing
     or stale) just before it is yielded: a loop over a split holds one graph's build at a time."""
-    collection = _layout_collection(collection)
+    collection = layout_collection(collection)
     folder = split_cache_dir(cache_root, collection, split)
     for path in list_split(data_dir, collection, split):
         yield build_cache(path, folder / path.stem)
@@ -382,7 +383,7 @@ def cache_split(
     ``cache_root/layout/nlp/random/train/albert_en_base/``. Returned in ``list_split`` order (by stem).
     ``progress``: None shows a bar only on a terminal; True / False force it on / off.
     """
-    collection = _layout_collection(collection)
+    collection = layout_collection(collection)
     total = len(list_split(data_dir, collection, split))
     disable = None if progress is None else not progress  # tqdm's None: off when not a TTY
     graphs = iter_cached_split(data_dir, collection, split, cache_root)

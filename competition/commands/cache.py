@@ -47,21 +47,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _chosen_collections(names: list[str] | None):
+    from competition.cache import layout_collection
     from competition.cli import UsageError
-    from competition.collections import COLLECTION_BY_NAME, COLLECTIONS
+    from competition.collections import COLLECTIONS
 
     if not names:
         return [c for c in COLLECTIONS if not c.is_tile]
     chosen = []
     for name in names:
-        collection = COLLECTION_BY_NAME.get(name)
-        if collection is None:
-            raise UsageError(f"unknown collection {name!r}; layout collections: "
-                             f"{', '.join(c.name for c in COLLECTIONS if not c.is_tile)}")
-        if collection.is_tile:
-            raise UsageError(f"{name}: tile graphs are not cached (each file is a few MB; every command reads "
-                             "them directly); choose layout collections")
-        chosen.append(collection)
+        try:
+            chosen.append(layout_collection(name))
+        except ValueError as exc:  # unknown, or a tile collection
+            raise UsageError(f"{exc}; choose layout collections") from None
     return [c for c in COLLECTIONS if c in chosen]
 
 
