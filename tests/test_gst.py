@@ -238,7 +238,7 @@ def test_gst_unpruned_fit_saves_its_mode_and_predicts_every_config(tiny_competit
     assert ranker.result.steps > 0
     ranker.save(tmp_path / "model")
     meta = json.loads((tmp_path / "model" / "gnn.json").read_text())
-    assert meta["format_version"] == 3 and meta["config"]["training"] == "gst"
+    assert meta["format_version"] == 4 and meta["config"]["training"] == "gst"
     assert meta["config"]["segment_size"] == 64 and meta["training"]["mode"] == "gst"
     loaded = GNNRanker.load(tmp_path / "model")
     assert loaded.config.training == "gst" and loaded.training_mode == "gst"

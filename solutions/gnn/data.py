@@ -44,11 +44,12 @@ from competition.data.compact import (
     pack_layout_configs,
     pack_layout_vector_codes,
 )
-from competition.data.graphs import LAYOUT_CONFIG_DIM, LayoutGraph, TileGraph
+from competition.data.graphs import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM, LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph, CachedLayoutGraph
 from solutions.compression import deduplicate_configs
+from solutions.gbdt.engineered import tile_feature_names, tile_features
 from solutions.pruning import GraphTransform, PruningStats, parse_pruning
-from solutions.scaling import scale_node_features, scale_tile_config_features
+from solutions.scaling import scale_node_features, scale_tile_config_features, signed_log1p
 
 LAYOUT_DIGITS = 7  # a layout slot takes a value in -1..5, stored as the digit value + 1 in 0..6
 LAYOUT_SLOTS_PER_ROW = 3 * LAYOUT_SLOTS  # 18: output, input, kernel layout
@@ -206,14 +207,60 @@ class LayoutInputs:
     edge_index: torch.Tensor  # (2, m) int64, [producer, consumer]
     config_node_ids: torch.Tensor  # (nc,) int64 positions of the configurable nodes
     common_rows: torch.Tensor  # (nc, 18) int64 digits: each configurable node's most frequent row
+    # (2, e) int64 [producer, consumer] links between configurable nodes (indices 0..nc-1), computed
+    # on first use by ``config_links`` (intermediate fusion reads them)
+    links: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
         return int(self.node_opcode.shape[0])
 
+    def config_links(self) -> torch.Tensor:
+        """``links``, computed once: see ``configurable_links``."""
+        if self.links is None:
+            self.links = configurable_links(self.edge_index, self.config_node_ids, self.num_nodes)
+        return self.links
+
     def to(self, device: torch.device | str) -> LayoutInputs:
         return LayoutInputs(self.node_feat.to(device), self.node_opcode.to(device), self.edge_index.to(device),
-                            self.config_node_ids.to(device), self.common_rows.to(device))
+                            self.config_node_ids.to(device), self.common_rows.to(device),
+                            None if self.links is None else self.links.to(device))
+
+
+def configurable_links(edge_index: torch.Tensor, config_node_ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """Producer -> consumer links between configurable nodes, directly or through one other node.
+
+    A layout cost arises where a tensor changes layout between the node that writes it and the node
+    that reads it; between two configurable nodes that is either a direct edge or a path through one
+    non-configurable node (a reshape, a bitcast, an elementwise op that keeps the layout). Those are
+    the pairs whose settings interact, so intermediate fusion mixes their row embeddings.
+
+    Shapes: edge_index (2, m) ``[producer, consumer]``, config_node_ids (nc,) -> (2, e) int64 in
+    0..nc-1, sorted, without duplicates or self-links.
+    """
+    position = torch.full((num_nodes,), -1, dtype=torch.int64, device=edge_index.device)
+    position[config_node_ids] = torch.arange(config_node_ids.shape[0], device=edge_index.device)
+    producer, consumer = edge_index
+    p_slot, c_slot = position[producer], position[consumer]
+    direct = torch.stack([p_slot, c_slot])[:, (p_slot >= 0) & (c_slot >= 0)]
+    # configurable -> w -> configurable with w not configurable: join the two edge lists on w
+    into = (p_slot >= 0) & (c_slot < 0)  # configurable producer feeding a plain node w = consumer
+    out_of = (p_slot < 0) & (c_slot >= 0)  # plain node w = producer feeding a configurable consumer
+    w_in, src = consumer[into], p_slot[into]
+    w_out, dst = producer[out_of], c_slot[out_of]
+    order = torch.argsort(w_out, stable=True)
+    w_out, dst = w_out[order], dst[order]
+    start = torch.searchsorted(w_out, w_in)
+    count = torch.searchsorted(w_out, w_in, right=True) - start
+    src = torch.repeat_interleave(src, count)
+    offsets = torch.arange(int(count.sum()), device=edge_index.device) - torch.repeat_interleave(
+        torch.cumsum(count, 0) - count, count)
+    through = torch.stack([src, dst[torch.repeat_interleave(start, count) + offsets]])
+    links = torch.cat([direct, through], dim=1)
+    links = links[:, links[0] != links[1]]
+    nc = max(1, int(config_node_ids.shape[0]))
+    keys = torch.unique(links[0] * nc + links[1])
+    return torch.stack([keys // nc, keys % nc])
 
 
 @dataclass
@@ -253,7 +300,7 @@ class TileExample:
     node_feat: torch.Tensor  # (n, 140) float32, scaled
     node_opcode: torch.Tensor  # (n,) int64
     edge_index: torch.Tensor  # (2, m) int64, [producer, consumer]
-    config_feat: torch.Tensor  # (c, 24) float32, scaled
+    config_feat: torch.Tensor  # (c, 24 [+ TILE_GEOMETRY_COLUMNS]) float32, scaled (tile_config_tensor)
     runtime: torch.Tensor | None  # (c,) float64 runtime / normalizer (what the metric ranks); None if unlabeled
     config_inverse: np.ndarray | None = None  # (c0,) int64 kept config of each file config; None = identity
 
@@ -354,38 +401,57 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
     )
 
 
-def tile_example(row_id: str, graph: TileGraph, *, compress: bool) -> TileExample:
-    """Scale one tile kernel; with ``compress``, identical configs are merged (min runtime)."""
+TILE_GEOMETRY_COLUMNS = len(tile_feature_names()) - TILE_CONFIG_DIM  # engineered columns after the 24 raw ones
+
+
+def tile_config_tensor(graph: TileGraph, *, geometry: bool) -> np.ndarray:
+    """What the tile model reads per config: the scaled ``config_feat`` (c, 24), and with ``geometry``
+    the engineered tiling facts of ``solutions.gbdt.engineered.tile_features`` after them (how the
+    tile divides the output, padding, tile count, working set against VMEM; signed-log scaled):
+    -> (c, 24 [+ TILE_GEOMETRY_COLUMNS]) float32."""
+    scaled = scale_tile_config_features(graph.config_feat)
+    if not geometry:
+        return scaled
+    engineered = tile_features(graph)[:, TILE_CONFIG_DIM:]  # the first 24 are log1p(config_feat) again
+    return np.concatenate([scaled, signed_log1p(engineered)], axis=1)
+
+
+def tile_example(row_id: str, graph: TileGraph, *, compress: bool, geometry: bool = False) -> TileExample:
+    """Scale one tile kernel; with ``compress``, identical configs are merged (min runtime).
+
+    ``geometry``: append the engineered tiling columns (``tile_config_tensor``).
+    """
     feat, opcode, edges = graph_tensors(graph.node_feat, graph.node_opcode, graph.edge_index)
     configs = graph.config_feat
+    config_tensor = tile_config_tensor(graph, geometry=geometry)
     labeled = _labeled(graph.config_runtime) and _labeled(graph.config_runtime_normalizers)
     target = graph.normalized_runtime().astype(np.float64) if labeled else None
     inverse = None
     if compress:
         dedup = deduplicate_configs(configs, target, policy="min")
         if dedup.num_unique < dedup.num_configs:
-            configs, inverse = configs[dedup.unique_index], dedup.inverse
+            config_tensor, inverse = config_tensor[dedup.unique_index], dedup.inverse
             target = dedup.runtime if labeled else None
     return TileExample(
         row_id=row_id,
         node_feat=feat,
         node_opcode=opcode,
         edge_index=edges,
-        config_feat=torch.from_numpy(scale_tile_config_features(configs)),
+        config_feat=torch.from_numpy(np.ascontiguousarray(config_tensor)),
         runtime=torch.from_numpy(np.asarray(target, dtype=np.float64)) if labeled else None,
         config_inverse=inverse,
     )
 
 
 def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, compress: bool,
-                 transform: GraphTransform | None = None) -> TileExample | LayoutExample:
+                 transform: GraphTransform | None = None, tile_geometry: bool = False) -> TileExample | LayoutExample:
     """The example of one graph; a layout graph read from the processed cache keeps its configs there.
 
     Layout graphs are pruned with ``transform`` when ``prune`` is on (``default_pruning()`` when it is
-    None); tile graphs are never pruned.
+    None); tile graphs are never pruned, and get the engineered tiling columns with ``tile_geometry``.
     """
     if isinstance(graph, TileGraph):
-        return tile_example(row_id, graph, compress=compress)
+        return tile_example(row_id, graph, compress=compress, geometry=tile_geometry)
     if isinstance(graph, CachedLayoutGraph):
         return cached_layout_example(row_id, graph.cache, prune=prune, compress=compress, transform=transform)
     return layout_example(row_id, graph, prune=prune, compress=compress, transform=transform)
@@ -413,7 +479,7 @@ class TileBatch:
     node_opcode: torch.Tensor  # (N,) int64
     edge_index: torch.Tensor  # (2, M) int64, offset per graph
     ptr: torch.Tensor  # (G + 1,) int64: graph g owns nodes ptr[g]:ptr[g + 1]
-    config_feat: torch.Tensor  # (B, 24) float32
+    config_feat: torch.Tensor  # (B, 24 [+ TILE_GEOMETRY_COLUMNS]) float32
     config_graph: torch.Tensor  # (B,) int64: graph of each config
     runtime: torch.Tensor | None  # (B,) float64 or None
 

@@ -18,6 +18,22 @@ its consumer disagreeing on a layout costs a copy). The work splits in two:
 
 Then mean + max pooling over the nodes and an MLP give one score per config.
 
+**Intermediate fusion** (``fusion="intermediate"``): message passing runs once per graph, without
+the configs; each config then only touches its configurable nodes: the row network reads the
+message-passed state of its node, ``config_layers`` layers mix the rows of configurable nodes that
+are linked (directly or through one plain node, ``solutions.gnn.data.configurable_links``: where a
+producer's and a consumer's layouts can disagree), and mean + max pooling over the configurable
+nodes feeds the head. A config then costs O(nc) instead of O(n) (nc configurable of n nodes), so a
+step can score many more configs.
+
+**Cross-config attention** (``config_attention=True``): before the head, each config's pooled
+vector attends to the pooled vectors of other configs of the same graph (one pre-norm transformer
+block, no positions), so the head judges a config against its peers rather than alone; in
+default-search graphs, where configs differ in a few nodes, that difference is what matters.
+During training the peers are the configs of the step; at prediction they are a fixed sample of
+``attention_context`` configs of the graph (``context_index``), the same for every config, so the
+scores of every chunk of configs are comparable.
+
 **Tile** (``TileRanker``): the config is one 24-d vector per kernel, so the kernel graph is
 encoded once (message passing, then mean + max pooling and the output node's state) and configs
 join late: an MLP scores ``[graph, config, graph * config]`` for every config (the upstream
@@ -125,6 +141,37 @@ def mean_max_pool(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 ROW_FEATURES = 2 * LAYOUT_SLOTS + LAYOUT_SLOTS_PER_ROW  # output_slot_features + "differs from the common row"
+FUSIONS = ("early", "intermediate")
+
+
+class ConfigAttention(nn.Module):
+    """One pre-norm transformer block across configs: queries (B, w) attend to context (K, w) -> (B, w).
+
+    No positional encoding: the configs of a graph are a set. With ``context`` None the queries are
+    their own context (a training step's batch).
+    """
+
+    def __init__(self, width: int, heads: int = 4) -> None:
+        super().__init__()
+        heads = heads if width % heads == 0 else 1
+        self.norm = nn.LayerNorm(width)
+        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm_ff = nn.LayerNorm(width)
+        self.feed_forward = mlp([width, width, width])
+
+    def forward(self, queries: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+        q = self.norm(queries).unsqueeze(0)
+        kv = q if context is None else self.norm(context).unsqueeze(0)
+        x = queries + self.attention(q, kv, kv, need_weights=False)[0].squeeze(0)
+        return x + self.feed_forward(self.norm_ff(x))
+
+
+def context_index(num_configs: int, size: int) -> torch.Tensor:
+    """The fixed peers of attention at prediction: ``size`` configs of ``num_configs``, the same every time."""
+    if num_configs <= size:
+        return torch.arange(num_configs)
+    generator = torch.Generator().manual_seed(0)
+    return torch.sort(torch.randperm(num_configs, generator=generator)[:size]).values
 
 
 class LayoutRanker(nn.Module):
@@ -136,15 +183,29 @@ class LayoutRanker(nn.Module):
         dropout: dropout inside the layers and the head.
         row_features: also hand the row network ``output_slot_features`` and, per slot, whether the
             row differs from the node's most common row (``LayoutInputs.common_rows``).
+        fusion: ``"early"`` (configs join before message passing) or ``"intermediate"`` (the graph
+            is encoded once; see the module docstring).
+        config_layers: intermediate fusion: layers mixing the rows of linked configurable nodes.
+        config_attention: one cross-config attention block before the head.
+        attention_context: configs of a graph the others attend to at prediction.
 
     Shapes (forward): ``LayoutInputs`` of a graph with n nodes and nc configurable nodes, digits
     (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``) -> (B,) scores, lower = faster.
     """
 
-    def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, row_features: bool = True) -> None:
+    def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, row_features: bool = True,
+                 fusion: str = "early", config_layers: int = 1, config_attention: bool = False,
+                 attention_context: int = 32) -> None:
         super().__init__()
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
         self.hidden = hidden
         self.row_features = row_features
+        self.fusion = fusion
+        self.attention_context = attention_context
+        self.config_layers = nn.ModuleList(
+            BidirectionalSAGE(hidden, dropout) for _ in range(config_layers if fusion == "intermediate" else 0))
+        self.attention = ConfigAttention(2 * hidden) if config_attention else None
         self.nodes = NodeEncoder(hidden)
         # One embedding per (slot, digit): the sum over the 18 slots is a linear map of the one-hot row.
         self.slot_digit = nn.Embedding(LAYOUT_SLOTS_PER_ROW * LAYOUT_DIGITS, hidden)
@@ -154,8 +215,20 @@ class LayoutRanker(nn.Module):
         self.head = mlp([2 * hidden, hidden, 1], dropout=dropout)
 
     def encode_nodes(self, inputs: LayoutInputs) -> torch.Tensor:
-        """The config-independent part, computed once per graph: -> (n, h)."""
-        return self.nodes(inputs.node_feat, inputs.node_opcode)
+        """The config-independent part, computed once per graph: -> (n, h).
+
+        Early fusion: the encoded nodes (message passing comes later, per config). Intermediate
+        fusion: the nodes after message passing.
+        """
+        x = self.nodes(inputs.node_feat, inputs.node_opcode)
+        if self.fusion == "intermediate":
+            for layer in self.layers:
+                x = layer(x, inputs.edge_index)
+        return x
+
+    @property
+    def config_attention(self) -> bool:
+        return self.attention is not None
 
     def _row_network(self, inputs: LayoutInputs, node_state: torch.Tensor, nodes: torch.Tensor,
                      digits: torch.Tensor) -> torch.Tensor:
@@ -200,19 +273,42 @@ class LayoutRanker(nn.Module):
             x = layer(x, inputs.edge_index)
         return x
 
-    def score_pooled(self, pooled: torch.Tensor) -> torch.Tensor:
-        """The head on pooled node states ``[mean, max]``: (B, 2h) -> (B,).
+    def configurable_states(self, inputs: LayoutInputs, graph_state: torch.Tensor, digits: torch.Tensor, *,
+                            dedup_rows: bool = True) -> torch.Tensor:
+        """Intermediate fusion: the configurable nodes' states per config: (n, h), (B, nc, 18) -> (B, nc, h)."""
+        x = graph_state[inputs.config_node_ids].unsqueeze(0) + self.encode_configs(
+            inputs, graph_state, digits, dedup_rows=dedup_rows)
+        if len(self.config_layers):
+            links = inputs.config_links()
+            for layer in self.config_layers:
+                x = layer(x, links)
+        return x
 
+    def pool_configs(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
+                     dedup_rows: bool = True) -> torch.Tensor:
+        """Each config's pooled ``[mean, max]`` state: ``encode_nodes``'s (n, h), (B, nc, 18) -> (B, 2h)."""
+        if self.fusion == "early":
+            return mean_max_pool(self.propagate(inputs, node_state, digits, dedup_rows=dedup_rows), dim=1)
+        if not digits.shape[1]:  # no configurable node: every config is the same graph
+            return mean_max_pool(node_state, dim=0).expand(digits.shape[0], -1)
+        return mean_max_pool(self.configurable_states(inputs, node_state, digits, dedup_rows=dedup_rows), dim=1)
+
+    def score_pooled(self, pooled: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+        """The head on pooled states ``[mean, max]``: (B, 2h) -> (B,).
+
+        With cross-config attention the configs first attend to ``context`` (K, 2h), pooled states
+        of the same graph's configs (None: to each other).
         Graph Segment Training (``solutions.gnn.gst``) pools segments separately and combines them
         into the same ``[mean, max]`` before calling this.
         """
+        if self.attention is not None:
+            pooled = self.attention(pooled, context)
         return self.head(pooled).squeeze(-1)
 
     def forward_encoded(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
-                        dedup_rows: bool = True) -> torch.Tensor:
+                        dedup_rows: bool = True, context: torch.Tensor | None = None) -> torch.Tensor:
         """Score configs given ``encode_nodes``'s output: (n, h), (B, nc, 18) -> (B,)."""
-        x = self.propagate(inputs, node_state, digits, dedup_rows=dedup_rows)
-        return self.score_pooled(mean_max_pool(x, dim=1))
+        return self.score_pooled(self.pool_configs(inputs, node_state, digits, dedup_rows=dedup_rows), context)
 
     def forward(self, inputs: LayoutInputs, digits: torch.Tensor, *, dedup_rows: bool = True) -> torch.Tensor:
         return self.forward_encoded(inputs, self.encode_nodes(inputs), digits, dedup_rows=dedup_rows)
@@ -225,18 +321,19 @@ class TileRanker(nn.Module):
         hidden: width h of every node state.
         layers: message-passing layers.
         dropout: dropout inside the layers and the head.
+        config_dim: columns of a config's features (24, more with the engineered tiling columns).
 
     Shapes (forward): a ``TileBatch`` of G kernels and B configs -> (B,) scores, lower = faster.
     ``encode_graphs`` gives the (G, 3h) kernel embeddings ([mean, max, output node]).
     """
 
-    def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0) -> None:
+    def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, config_dim: int = TILE_CONFIG_DIM) -> None:
         super().__init__()
         self.hidden = hidden
         self.nodes = NodeEncoder(hidden)
         self.layers = nn.ModuleList(BidirectionalSAGE(hidden, dropout) for _ in range(layers))
         self.graph_proj = nn.Linear(3 * hidden, hidden)
-        self.config = mlp([TILE_CONFIG_DIM, hidden, hidden])
+        self.config = mlp([config_dim, hidden, hidden])
         self.head = mlp([3 * hidden, 2 * hidden, hidden, 1], dropout=dropout)
 
     def encode_graphs(self, node_feat: torch.Tensor, node_opcode: torch.Tensor, edge_index: torch.Tensor,
@@ -251,7 +348,7 @@ class TileRanker(nn.Module):
         return self.graph_proj(pooled)
 
     def score(self, graph: torch.Tensor, config_feat: torch.Tensor) -> torch.Tensor:
-        """(B, h) kernel embedding of each config, (B, 24) scaled config_feat -> (B,)."""
+        """(B, h) kernel embedding of each config, (B, config_dim) scaled config features -> (B,)."""
         config = self.config(config_feat)
         return self.head(torch.cat([graph, config, graph * config], dim=-1)).squeeze(-1)
 

@@ -12,11 +12,11 @@ import numpy as np
 import torch
 
 from competition.collections import Collection, get_collection
-from competition.data.graphs import Graph, load_graph
+from competition.data.graphs import TILE_CONFIG_DIM, Graph, load_graph
 from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
 from solutions.gnn import distributed
-from solutions.gnn.data import LayoutExample, TileExample, make_example
+from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
 from solutions.gnn.model import LayoutRanker, TileRanker
 from solutions.gnn.train import GNNConfig, TrainResult, predict_layout, predict_tile, train
 from solutions.method import FitOptions, SavedModelError, SplitSource
@@ -24,12 +24,17 @@ from solutions.pruning import NO_PRUNING, GraphTransform, PruningNameError, pars
 
 MODEL_FILE = "gnn.pt"
 META_FILE = "gnn.json"
-# 3: config also records the training mode ("training": "full" or "gst", and the GST settings).
+# 4: config also records the layout model's fusion and cross-config attention ("fusion",
+# "config_layers", "config_attention") and whether tile models read the engineered tiling columns
+# ("tile_geometry"); older models (still read) had none of these.
+# 3 (still read): config also records the training mode ("training": "full" or "gst", and the GST settings).
 # 2 (still read; trained full-graph): config["pruning"] records the pruning name. 1 (still read): only
 # "prune" and the transform's long name, which was always OneHop's, since every version-1 kit pruned
 # with OneHop.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
+# the model every version < 4 saved: early fusion, no attention, raw tile config features
+BEFORE_VERSION_4 = {"fusion": "early", "config_attention": False, "tile_geometry": False}
 LEGACY_PRUNING = {"one_hop": "onehop"}  # version 1's "pruning" field (transform.name) -> pruning name
 
 
@@ -111,15 +116,23 @@ class GNNRanker:
     @classmethod
     def param_table(cls) -> tuple[list, str]:
         """The settings ``--param`` accepts, for ``tpugraphs solve --list-params``."""
+        from solutions.gnn.train import COLLECTION_DEFAULTS
         from solutions.params import describe
 
-        return describe(GNNConfig), ""
+        differ = [f"{name}: " + ", ".join(f"{k}={v!r}" for k, v in values.items())
+                  for name, values in COLLECTION_DEFAULTS.items() if values]
+        note = ("collections that start from other defaults (a --param still wins):\n  " + "\n  ".join(differ)
+                if differ else "")
+        return describe(GNNConfig), note
 
     def __init__(self, config: GNNConfig | None = None, **params: object) -> None:
         unknown = sorted(set(params) - set(GNNConfig.field_names()))
         if unknown:
             raise TypeError(f"unknown gnn setting(s) {', '.join(unknown)}; known: {', '.join(GNNConfig.field_names())}")
         self.config = replace(config or GNNConfig(), **params)
+        # Without a whole config, fit starts from the collection's defaults (COLLECTION_DEFAULTS) with
+        # these settings on top; a config given whole is used as it is.
+        self.overrides: dict | None = dict(params) if config is None else None
         self.model: LayoutRanker | TileRanker | None = None
         self.collection: Collection | None = None
         self.pruning = self.config.pruning  # the pruning in effect: config.pruning, or "none" after --no-prune
@@ -147,6 +160,8 @@ class GNNRanker:
     # -- RankingMethod -------------------------------------------------------------------------
 
     def fit(self, collection: Collection, train_split: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+        if self.overrides is not None:
+            self.config = GNNConfig.for_collection(collection.name, **self.overrides)
         self.collection, self.compress = collection, options.compress
         self.pruning = self.config.pruning if options.prune else NO_PRUNING
         self.device = resolve_device(options.device)
@@ -174,7 +189,8 @@ class GNNRanker:
         if self.collection is not None and collection.task != self.collection.task:
             raise ValueError(f"this model was trained on {self.collection.name}; it cannot rank {collection.name} graphs")
         with _torch_threads(self.config.num_threads):
-            example = make_example("", graph, prune=self.prune, compress=self.compress, transform=self.transform)
+            example = make_example("", graph, prune=self.prune, compress=self.compress, transform=self.transform,
+                                   tile_geometry=self.config.tile_geometry)
             if isinstance(example, TileExample):
                 scores = predict_tile(self.model, example, device=self.device)
             else:
@@ -229,6 +245,8 @@ class GNNRanker:
                                   f"{', '.join(map(str, READABLE_VERSIONS))}")
         config = dict(meta["config"])
         config["pruning"] = _saved_pruning(meta, meta_path)
+        if meta["format_version"] < 4:  # whatever today's defaults, these models had no fusion choice
+            config.update(BEFORE_VERSION_4)
         ranker = cls(GNNConfig(**config))
         ranker.collection = get_collection(meta["collection"])
         ranker.compress = bool(meta["compress"])
@@ -260,9 +278,13 @@ class GNNRanker:
 
     def _build(self, collection: Collection) -> LayoutRanker | TileRanker:
         if not collection.task.config_per_node:
-            return TileRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout)
+            config_dim = TILE_CONFIG_DIM + (TILE_GEOMETRY_COLUMNS if self.config.tile_geometry else 0)
+            return TileRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
+                              config_dim=config_dim)
         return LayoutRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
-                            row_features=self.config.row_features)
+                            row_features=self.config.row_features, fusion=self.config.fusion,
+                            config_layers=self.config.config_layers, config_attention=self.config.config_attention,
+                            attention_context=self.config.configs_per_graph)
 
     def _load(self, source: SplitSource, options: FitOptions, split: str,
               world: distributed.World | None = None) -> list[LayoutExample | TileExample]:
@@ -273,7 +295,8 @@ class GNNRanker:
                           desc=f"loading {source.collection.name} {split}{' (cached)' if cached else ''}",
                           enabled=options.progress and world.main)
         transform = self.transform
-        return [make_example(row_id, graph, prune=transform is not None, compress=options.compress, transform=transform)
+        return [make_example(row_id, graph, prune=transform is not None, compress=options.compress, transform=transform,
+                             tile_geometry=self.config.tile_geometry)
                 for row_id, graph in graphs]
 
 

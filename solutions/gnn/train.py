@@ -50,7 +50,7 @@ from solutions.gnn import data as gnn_data
 from solutions.gnn import distributed
 from solutions.gnn.data import LayoutExample, TileExample, tile_batch
 from solutions.gnn.gst import TRAINING_MODES, SegmentTraining, gst_layout_scores
-from solutions.gnn.model import LayoutRanker, TileRanker
+from solutions.gnn.model import FUSIONS, LayoutRanker, TileRanker, context_index
 from solutions.pruning import parse_pruning, pruning_setting
 from solutions.selection import selection_examples
 
@@ -83,6 +83,10 @@ class GNNConfig:
     layers: int = 3  # message-passing layers
     dropout: float = 0.0  # dropout between message-passing layers
     row_features: bool = True  # layout: looked-up slot sizes and 'differs from the usual row' (model.py)
+    fusion: str = "early"  # layout: "early" (configs join before message passing) or "intermediate" (model.py)
+    config_layers: int = 1  # layout, intermediate fusion: layers mixing linked configurable nodes' rows
+    config_attention: bool = False  # layout: configs of a graph attend to each other before the head
+    tile_geometry: bool = False  # tile: also read the engineered tiling facts of each config (data.py)
     lr: float = 5e-3  # AdamW, cosine decay to lr / 10 over the planned steps
     weight_decay: float = 1e-4  # AdamW weight decay
     loss: str = "hinge"  # "hinge" or "listmle" (see the module docstring)
@@ -108,6 +112,12 @@ class GNNConfig:
         self.pruning = pruning_setting(parse_pruning(self.pruning))  # PruningNameError lists the valid names
         if self.loss not in LOSSES:
             raise ValueError(f"unknown loss {self.loss!r}; expected one of {', '.join(LOSSES)}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {self.fusion!r}; expected one of {', '.join(FUSIONS)}")
+        if self.training == "gst" and self.fusion != "early":
+            raise ValueError("training=gst segments the message passing of early fusion; use fusion=early with it")
+        if int(self.config_layers) < 0:
+            raise ValueError(f"config_layers must be >= 0, got {self.config_layers!r}")
         if self.training not in TRAINING_MODES:
             raise ValueError(f"unknown training {self.training!r}; expected one of {', '.join(TRAINING_MODES)}")
         if not 0.0 <= float(self.stale_dropout) < 1.0:
@@ -124,8 +134,20 @@ class GNNConfig:
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
 
+    @classmethod
+    def for_collection(cls, name: str, **overrides: object) -> GNNConfig:
+        """The settings a collection starts from (``COLLECTION_DEFAULTS`` on top of the class defaults),
+        with ``overrides`` (what ``--param`` gave) on top of those."""
+        return cls(**{**COLLECTION_DEFAULTS.get(name, {}), **overrides})
+
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# Where a collection's best settings differ from the class defaults: measured on the small embedded
+# competition (BENCHMARKS.md, "gnn: intermediate fusion, cross-config attention, loss"). ``GNNRanker``
+# starts each collection from ``GNNConfig.for_collection``; a ``--param`` always wins.
+COLLECTION_DEFAULTS: dict[str, dict[str, object]] = {}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -195,12 +217,18 @@ def predict_layout(model: LayoutRanker, example: LayoutExample, *, device: torch
     model.eval()
     inputs = example.inputs.to(device)
     node_state = model.encode_nodes(inputs)
-    chunk = max(1, batch_nodes // max(1, example.num_nodes))
+    # rows of node states per config: every node with early fusion, the configurable ones with intermediate
+    width = example.num_nodes if model.fusion == "early" else int(inputs.config_node_ids.shape[0])
+    chunk = max(1, batch_nodes // max(1, width))
+    context = None
+    if model.config_attention and example.num_configs:  # the same peers for every chunk
+        peers = example.configs.digits(context_index(example.num_configs, model.attention_context)).to(device)
+        context = model.pool_configs(inputs, node_state, peers, dedup_rows=dedup_rows)
     out = []
     for start in range(0, example.num_configs, chunk):
         index = torch.arange(start, min(example.num_configs, start + chunk))
         digits = example.configs.digits(index).to(device)
-        out.append(model.forward_encoded(inputs, node_state, digits, dedup_rows=dedup_rows).cpu())
+        out.append(model.forward_encoded(inputs, node_state, digits, dedup_rows=dedup_rows, context=context).cpu())
     return torch.cat(out).double().numpy() if out else np.zeros(0)
 
 

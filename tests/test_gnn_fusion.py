@@ -1,0 +1,223 @@
+"""Intermediate fusion and cross-config attention of the layout GNN (solutions/gnn/model.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_gnn import FAST, LAYOUT, layout_graph
+
+from competition.data.graphs import iter_split
+from solutions.gnn import GNNRanker
+from solutions.gnn.data import configurable_links, layout_example
+from solutions.gnn.model import ConfigAttention, LayoutRanker, context_index
+from solutions.gnn.train import GNNConfig, predict_layout
+from solutions.method import FitOptions, SplitSource
+
+CPU = torch.device("cpu")
+
+
+def slow_links(edges: list[tuple[int, int]], configurable: list[int]) -> set[tuple[int, int]]:
+    """The obvious definition: producer -> consumer between configurable nodes, direct or via one plain node."""
+    slot = {node: i for i, node in enumerate(configurable)}
+    links = set()
+    for p, c in edges:
+        if p in slot and c in slot:
+            links.add((slot[p], slot[c]))
+        if p in slot and c not in slot:
+            for p2, c2 in edges:
+                if p2 == c and c2 in slot:
+                    links.add((slot[p], slot[c2]))
+    return {(a, b) for a, b in links if a != b}
+
+
+@st.composite
+def dags(draw):
+    n = draw(st.integers(2, 14))
+    pairs = [(v, u) for u in range(n) for v in range(u)]  # producer v < consumer u
+    edges = draw(st.lists(st.sampled_from(pairs), unique=True, max_size=30))
+    configurable = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n)))
+    return n, edges, configurable
+
+
+@settings(max_examples=150, deadline=None)
+@given(dags())
+def test_configurable_links_match_the_obvious_definition(case):
+    n, edges, configurable = case
+    edge_index = torch.tensor(edges, dtype=torch.int64).reshape(-1, 2).T.contiguous()
+    links = configurable_links(edge_index, torch.tensor(configurable, dtype=torch.int64), n)
+    got = {(int(a), int(b)) for a, b in links.T}
+    assert got == slow_links(edges, configurable)
+    keys = (links[0] * len(configurable) + links[1]).tolist()
+    assert keys == sorted(set(keys))  # sorted, no duplicates
+
+
+@pytest.mark.parametrize("attention", [False, True], ids=["plain", "attention"])
+@pytest.mark.parametrize("fusion", ["early", "intermediate"])
+def test_chunked_prediction_equals_one_pass(fusion, attention):
+    torch.manual_seed(0)
+    example = layout_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True)
+    model = LayoutRanker(hidden=8, layers=2, fusion=fusion, config_attention=attention, attention_context=6).eval()
+    one_pass = predict_layout(model, example, device=CPU)
+    chunked = predict_layout(model, example, device=CPU, batch_nodes=1)
+    assert one_pass.shape == (example.num_configs,) and np.isfinite(one_pass).all()
+    np.testing.assert_allclose(one_pass, chunked, rtol=1e-5, atol=1e-6)
+    with torch.no_grad():  # row deduplication changes nothing on either path
+        digits = example.configs.digits()
+        torch.testing.assert_close(model(example.inputs, digits), model(example.inputs, digits, dedup_rows=False))
+
+
+def test_intermediate_fusion_scores_depend_on_the_configs_only_through_configurable_nodes():
+    torch.manual_seed(0)
+    example = layout_example("g", layout_graph(num_configs=12, duplicates=False), prune=False, compress=True)
+    model = LayoutRanker(hidden=8, layers=2, fusion="intermediate").eval()
+    with torch.no_grad():
+        state = model.encode_nodes(example.inputs)  # message passing done once, config-free
+        digits = example.configs.digits()
+        scores = model.forward_encoded(example.inputs, state, digits)
+        # a config's score does not depend on the other configs of the batch (no attention)
+        torch.testing.assert_close(scores[5:6], model.forward_encoded(example.inputs, state, digits[5:6]))
+        assert scores.std() > 0  # the configs are told apart
+
+
+def test_attention_lets_a_config_see_its_peers():
+    torch.manual_seed(0)
+    attention = ConfigAttention(8).eval()
+    queries = torch.randn(5, 8)
+    with torch.no_grad():
+        alone = attention(queries[:1])
+        with_peers = attention(queries)[:1]
+        assert not torch.allclose(alone, with_peers)
+        # with a fixed context, a query's output does not depend on the other queries
+        context = torch.randn(7, 8)
+        torch.testing.assert_close(attention(queries, context)[2:3], attention(queries[2:3], context))
+
+
+def test_context_index_is_a_fixed_sample():
+    assert context_index(5, 32).tolist() == [0, 1, 2, 3, 4]
+    first, again = context_index(1000, 32), context_index(1000, 32)
+    assert first.tolist() == again.tolist() and len(set(first.tolist())) == 32
+    assert first.tolist() == sorted(first.tolist())
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"fusion": "late"}, "unknown fusion 'late'; expected one of early, intermediate"),
+    ({"fusion": "intermediate", "training": "gst"}, "training=gst segments the message passing of early fusion"),
+    ({"config_layers": -1}, "config_layers must be >= 0"),
+])
+def test_bad_fusion_settings(params, message):
+    with pytest.raises(ValueError, match=message):
+        GNNConfig(**params)
+
+
+@pytest.mark.parametrize("params", [
+    {"fusion": "intermediate"},
+    {"fusion": "intermediate", "config_attention": True, "config_layers": 2},
+    {"fusion": "early", "config_attention": True},
+], ids=["intermediate", "intermediate+attention", "early+attention"])
+def test_fit_save_load_predict(tiny_competition, tmp_path, params):
+    public = tiny_competition / "public"
+    ranker = GNNRanker(**{**FAST, **params})
+    ranker.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
+               FitOptions(progress=False))
+    graphs = list(iter_split(public, LAYOUT, "test"))
+    predictions = [ranker.predict(LAYOUT, graph) for _, graph in graphs]
+    ranker.save(tmp_path / "model")
+    meta = json.loads((tmp_path / "model" / "gnn.json").read_text())
+    assert meta["format_version"] == 4
+    assert {k: meta["config"][k] for k in params} == params
+    loaded = GNNRanker.load(tmp_path / "model")
+    assert loaded.model.fusion == params["fusion"] and loaded.model.config_attention == params.get("config_attention", False)
+    for (_, graph), scores in zip(graphs, predictions, strict=True):
+        assert scores.shape == (graph.num_configs,) and np.isfinite(scores).all()
+        np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), scores)
+
+
+# -- tile geometry columns and per-collection defaults ----------------------------------------------
+
+
+def test_tile_geometry_columns_follow_the_deduplicated_configs():
+    from test_gnn import tile_graph
+
+    from solutions.gbdt.engineered import tile_features
+    from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, tile_config_tensor, tile_example
+
+    graph = tile_graph(num_configs=9)
+    graph.config_feat[4] = graph.config_feat[2]  # a duplicate: merged by compress
+    plain, rich = tile_example("t", graph, compress=True), tile_example("t", graph, compress=True, geometry=True)
+    assert rich.config_feat.shape == (plain.num_configs, 24 + TILE_GEOMETRY_COLUMNS) and plain.num_configs == 8
+    np.testing.assert_array_equal(rich.config_feat[:, :24].numpy(), plain.config_feat.numpy())
+    full = tile_config_tensor(graph, geometry=True)
+    assert np.isfinite(full).all()
+    # each kept config carries its own engineered row (the same columns gbdt reads, signed-log scaled)
+    for i, row in enumerate(full):
+        np.testing.assert_array_equal(rich.config_feat[rich.config_inverse[i]].numpy(), row)
+    assert tile_features(graph).shape[1] == 24 + TILE_GEOMETRY_COLUMNS
+
+
+def test_a_tile_model_with_geometry_saves_and_loads(tiny_competition, tmp_path):
+    from test_gnn import TILE
+
+    public = tiny_competition / "public"
+    ranker = GNNRanker(**FAST, tile_geometry=True)
+    ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"), FitOptions(progress=False))
+    ranker.save(tmp_path / "model")
+    loaded = GNNRanker.load(tmp_path / "model")
+    assert loaded.config.tile_geometry
+    for _, graph in iter_split(public, TILE, "test"):
+        np.testing.assert_array_equal(loaded.predict(TILE, graph), ranker.predict(TILE, graph))
+
+
+def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competition, tmp_path, monkeypatch):
+    from solutions.gnn import train as train_module
+
+    monkeypatch.setitem(train_module.COLLECTION_DEFAULTS, LAYOUT.name, {"loss": "listmle", "fusion": "intermediate"})
+    public = tiny_competition / "public"
+    splits = SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid")
+    default = GNNRanker(**FAST)
+    default.fit(LAYOUT, *splits, FitOptions(progress=False))
+    assert (default.config.loss, default.config.fusion) == ("listmle", "intermediate")
+    chosen = GNNRanker(**FAST, loss="hinge")
+    chosen.fit(LAYOUT, *splits, FitOptions(progress=False))
+    assert (chosen.config.loss, chosen.config.fusion) == ("hinge", "intermediate")
+    whole = GNNRanker(GNNConfig(**FAST))  # a whole config is used as it is
+    whole.fit(LAYOUT, *splits, FitOptions(progress=False))
+    assert (whole.config.loss, whole.config.fusion) == ("hinge", "early")
+    default.save(tmp_path / "model")
+    monkeypatch.setitem(train_module.COLLECTION_DEFAULTS, LAYOUT.name, {})
+    loaded = GNNRanker.load(tmp_path / "model")  # the saved settings, whatever today's table says
+    assert (loaded.config.loss, loaded.config.fusion) == ("listmle", "intermediate")
+    assert "layout:xla:random: loss='listmle', fusion='intermediate'" not in GNNRanker.param_table()[1]
+
+
+def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tmp_path, monkeypatch):
+    """A version-3 gnn.json has no fusion, attention or tile_geometry: it loads as the model it was,
+    even when today's defaults are other ones."""
+    import dataclasses
+
+    from solutions.gnn import ranker as ranker_module
+
+    public = tiny_competition / "public"
+    old = GNNRanker(**FAST)
+    old.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"), FitOptions(progress=False))
+    old.save(tmp_path / "model")
+    meta = json.loads((tmp_path / "model" / "gnn.json").read_text())
+    meta["format_version"] = 3
+    for key in ("fusion", "config_layers", "config_attention", "tile_geometry"):
+        del meta["config"][key]
+    (tmp_path / "model" / "gnn.json").write_text(json.dumps(meta))
+
+    class NewDefaults(GNNConfig):  # what a later kit's defaults could be
+        def __init__(self, **values):
+            super().__init__(**{"fusion": "intermediate", "config_attention": True, "tile_geometry": True, **values})
+
+    monkeypatch.setattr(ranker_module, "GNNConfig", NewDefaults)
+    loaded = GNNRanker.load(tmp_path / "model")
+    assert loaded.model.fusion == "early" and not loaded.model.config_attention and not loaded.config.tile_geometry
+    assert dataclasses.asdict(loaded.config) == dataclasses.asdict(old.config)
+    for _, graph in iter_split(public, LAYOUT, "test"):
+        np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), old.predict(LAYOUT, graph))
