@@ -17,7 +17,10 @@ cares most about the fastest configs. This objective weighs every such pair the 
   ``w q (1 - q)`` to both hessians, ``w = n / P``.
 - **All pairs, vectorised**: queries of the same size are stacked and their ``(m, m)`` score
   differences computed at once, in chunks of at most ``CHUNK_ENTRIES`` matrix entries (so a query of
-  10,000 configs costs 100 chunks of 1M entries, never a 10,000^2 matrix at once).
+  10,000 configs costs 100 chunks of 1M entries, never a 10,000^2 matrix at once). The matrices are
+  float32 and the row sums float64; labels are replaced by their dense ranks first, so ties and
+  order are exact. One round over the small embedded competition's 400 tile training kernels (6.2M
+  matrix entries) takes about 0.08 s on one core.
 - **Sampled pairs for huge queries**: a query with more than ``max_pairs`` pairs (``n (n - 1) / 2``;
   default 1,000,000, i.e. more than 1,414 configs) uses ``max_pairs`` pairs drawn uniformly at random
   each round (with replacement, from a generator seeded by the training seed, so the same seed gives
@@ -40,32 +43,47 @@ DEFAULT_MAX_PAIRS = 1_000_000
 
 
 def _sigmoid_of_minus(z: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(z))`` without overflow."""
-    return 0.5 * (1.0 - np.tanh(0.5 * z))
+    """``1 / (1 + exp(z))`` without overflow, in place."""
+    z *= 0.5
+    np.tanh(z, out=z)
+    z *= -0.5
+    z += 0.5
+    return z
 
 
 def _exact(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(G, m) scores and labels of G queries of m configs -> (G, m) gradient and hessian sums over all
-    pairs (unweighted) and (G,) the number of unordered pairs with differing labels."""
+    pairs (unweighted) and (G,) the number of unordered pairs with differing labels.
+
+    The pair matrices are float32 (LightGBM takes float32 gradients; 2.9x faster than float64 here,
+    measured on 8 queries of 1000 configs), the sums float64. ``labels`` must be exact in float32
+    (``pairwise_gradients`` passes dense ranks; beyond 2**24 of them the labels stay float64).
+    """
     g_count, m = scores.shape
+    exact32 = labels.size == 0 or labels.max() < 2**24  # integer labels (ranks) up to 2**24 are exact
+    scores, labels = scores.astype(np.float32), labels.astype(np.float32 if exact32 else np.float64)
     grad, hess = np.zeros((g_count, m)), np.zeros((g_count, m))
     pairs = np.zeros(g_count)
     per_query = m * m
     if per_query <= CHUNK_ENTRIES:  # whole queries per chunk
-        steps = [(slice(a, a + max(1, CHUNK_ENTRIES // per_query)), slice(0, m))
-                 for a in range(0, g_count, max(1, CHUNK_ENTRIES // per_query))]
+        step = max(1, CHUNK_ENTRIES // per_query)
+        steps = [(slice(a, a + step), slice(0, m)) for a in range(0, g_count, step)]
     else:  # one query at a time, rows in chunks
         rows = max(1, CHUNK_ENTRIES // m)
         steps = [(slice(g, g + 1), slice(r, r + rows)) for g in range(g_count) for r in range(0, m, rows)]
     for queries, rows in steps:
         # sign[q, i, j] = +1 when config i is faster than j (higher label), -1 slower, 0 tied.
         sign = np.sign(labels[queries, rows, None] - labels[queries, None, :])
-        z = sign * (scores[queries, rows, None] - scores[queries, None, :])  # > 0: the pair is ordered right
-        q = _sigmoid_of_minus(z)
+        q = scores[queries, rows, None] - scores[queries, None, :]
+        q *= sign  # z > 0: the pair is ordered right
+        q = _sigmoid_of_minus(q)
         # Row i holds d(loss of pair {i, j}) / d s_i for every j, so each row's sum is its gradient.
-        grad[queries, rows] -= (sign * q).sum(axis=2)
-        hess[queries, rows] += (np.abs(sign) * q * (1.0 - q)).sum(axis=2)
-        pairs[queries] += np.abs(sign).sum(axis=(1, 2)) / 2.0  # each unordered pair is seen twice
+        grad[queries, rows] -= (sign * q).sum(axis=2, dtype=np.float64)
+        q -= q * q  # q (1 - q)
+        sign *= sign  # 1 where the labels differ
+        q *= sign
+        hess[queries, rows] += q.sum(axis=2, dtype=np.float64)
+        pairs[queries] += sign.sum(axis=(1, 2), dtype=np.float64) / 2.0  # each unordered pair is seen twice
     return grad, hess, pairs
 
 
@@ -103,13 +121,15 @@ def pairwise_gradients(scores: np.ndarray, labels: np.ndarray, sizes: np.ndarray
                          f"{int(sizes.sum())} rows of the queries")
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     grad, hess = np.zeros_like(scores), np.zeros_like(scores)
+    # Dense ranks order the rows exactly as the labels do and stay exact in float32 (< 2**24 values).
+    ranks = np.unique(labels, return_inverse=True)[1].reshape(-1).astype(np.float64)
     huge = sizes * (sizes - 1) // 2 > max_pairs
     for m in np.unique(sizes[~huge]):
         if m < 2:
             continue
         starts = offsets[:-1][(sizes == m) & ~huge]
         rows = starts[:, None] + np.arange(m)[None, :]  # (G, m) row numbers of the queries of this size
-        g, h, pairs = _exact(scores[rows], labels[rows])
+        g, h, pairs = _exact(scores[rows], ranks[rows])
         weight = np.divide(m, pairs, out=np.zeros_like(pairs), where=pairs > 0)[:, None]
         grad[rows], hess[rows] = g * weight, h * weight
     for number in np.flatnonzero(huge):
