@@ -20,7 +20,13 @@ One model per collection; the graphs of a collection are the queries, their conf
   small embedded competition, ``rank_xendcg`` and pointwise regression on the within-graph rank
   percentile scored the same within noise (+-0.01 tau) on the layout collections, xendcg a little
   lower on layout:xla:default (0.245 vs 0.269); lambdarank is kept as the ranking loss the winners
-  found best (docs/competition.md, What the winners did). ``objective`` switches between the three.
+  found best (docs/competition.md, What the winners did). ``objective`` switches between them and
+  ``pairwise`` (``solutions.gbdt.pairwise``, a LightGBM custom objective): RankNet's logistic loss over
+  every pair of a query's configs with differing runtimes, each pair weighed the same, as Kendall tau
+  counts them (lambdarank weighs pairs by their NDCG change instead); labels are the exact
+  within-graph rank percentile, queries as above (``query_size=null``: a graph's drawn configs are one
+  query, all their pairs scored; more than ``pairwise_max_pairs`` pairs are sampled each round).
+  Model selection is unchanged (the official metric through ``feval``). BENCHMARKS.md has its effect.
 - **Model selection** on the valid split with the official metric (``competition.metrics``: tile
   slowdown of the top 5, Kendall tau of the full ordering, averaged over graphs), computed every
   round from LightGBM's running valid scores (``feval``) on features made exactly as ``predict``
