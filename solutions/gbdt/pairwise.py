@@ -20,12 +20,12 @@ cares most about the fastest configs. This objective weighs every such pair the 
   10,000 configs costs 100 chunks of 1M entries, never a 10,000^2 matrix at once). The matrices are
   float32 and the row sums float64; labels are replaced by their dense ranks first, so ties and
   order are exact. One round over the small embedded competition's 400 tile training kernels (6.2M
-  matrix entries) takes about 0.08 s on one core.
+  matrix entries) took about 0.08 s on one core of the shared development machine.
 - **Sampled pairs for huge queries**: a query with more than ``max_pairs`` pairs (``n (n - 1) / 2``;
   default 1,000,000, i.e. more than 1,414 configs) uses ``max_pairs`` pairs drawn uniformly at random
   each round (with replacement, from a generator seeded by the training seed, so the same seed gives
-  the same model); the mean over the drawn pairs of differing labels is an unbiased estimate of the
-  mean over all of them. The gbdt's default queries (64 configs for layout, one kernel of at most
+  the same model); the mean over the drawn pairs of differing labels estimates the mean over all of
+  them (unbiased when no labels tie; with ties, a ratio estimate whose bias shrinks as 1 / max_pairs). The gbdt's default queries (64 configs for layout, one kernel of at most
   1000 configs for tile) never reach it; ``query_size=null`` with more than 1,414 configs drawn per
   graph does.
 
