@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from competition.data.locate import split_dir
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import ranking_from_predictions
 from solutions.baselines import RandomMethod
-from solutions.gbdt import GBDTRanker, GBDTSettings
+from solutions.gbdt import GBDTRanker, GBDTSettings, pairwise
 from solutions.gbdt.engineered import (
     WINNER_FEATURE_NAMES,
     FeatureSettings,
@@ -33,7 +34,14 @@ from solutions.gbdt.engineered import (
     tied_groups,
     tile_feature_names,
 )
-from solutions.gbdt.model import _best_round, _official_metric, _Queries, relevance_labels
+from solutions.gbdt.model import (
+    _best_round,
+    _has_splittable_feature,
+    _official_metric,
+    _Queries,
+    relevance_labels,
+)
+from solutions.gbdt.pairwise import PairwiseObjective, pairwise_gradients, pairwise_loss
 from solutions.heuristics import HeuristicMethod
 from solutions.method import FitOptions, RankingMethod, SplitSource
 from solutions.runner import graph_score
@@ -274,13 +282,24 @@ def test_ranker_satisfies_the_protocol():
     assert isinstance(GBDTRanker(), RankingMethod)
 
 
+@pytest.mark.parametrize(("overrides", "error", "message"), [
+    ({"num_rounds": 3}, TypeError, "unknown gbdt setting(s) num_rounds; choose from "),
+    ({"objective": "nope"}, ValueError,
+     "objective must be one of lambdarank, rank_xendcg, regression, pairwise; got 'nope'"),
+    ({"objective": "Pairwise"}, ValueError, "got 'Pairwise'"),
+    ({"linear_gain": False, "label_levels": 40}, ValueError, "label_levels must be in 2..31"),
+    ({"pairwise_max_pairs": 0}, ValueError, "pairwise_max_pairs must be at least 1; got 0"),
+    ({"num_boost_round": 0}, ValueError, "num_boost_round must be at least 1; got 0"),
+])
+def test_bad_settings_are_refused_with_their_name(overrides: dict, error: type, message: str):
+    with pytest.raises(error) as caught:
+        GBDTRanker(**overrides)
+    assert message in str(caught.value)
+
+
 def test_constructor_overrides_are_checked_and_applied(signal_data: Path):
     with pytest.raises(TypeError, match="unknown gbdt setting.*num_rounds"):
         GBDTRanker(num_rounds=3)
-    with pytest.raises(ValueError, match="objective must be one of"):
-        GBDTRanker(objective="pairwise")
-    with pytest.raises(ValueError, match="label_levels must be in 2..31"):
-        GBDTRanker(linear_gain=False, label_levels=40)
     ranker = GBDTRanker(**{**FAST, "num_boost_round": 12, "min_boost_round": 12})
     ranker.fit(TILE, SplitSource(signal_data, TILE, "train"), SplitSource(signal_data, TILE, "valid"),
                FitOptions(progress=False))
@@ -342,7 +361,7 @@ def test_load_refuses_features_this_code_does_not_compute(signal_data: Path, tmp
         GBDTRanker.load(tmp_path)
 
 
-@pytest.mark.parametrize("objective", ["rank_xendcg", "regression"])
+@pytest.mark.parametrize("objective", ["rank_xendcg", "regression", "pairwise"])
 def test_other_objectives_train_and_predict(signal_data: Path, objective: str):
     ranker = _fit(signal_data, LAYOUT, objective=objective)
     assert _mean_score(ranker, LAYOUT, signal_data) > 0.5
@@ -558,3 +577,106 @@ def test_winner_features_names_match_the_matrix_and_configs_subsets(tiny_competi
     some = np.array([0, graph.num_configs - 1])
     subset = layout_features(graph, configs=some, winner_features=True)
     np.testing.assert_allclose(subset, layout_features(graph, winner_features=True)[some])
+
+
+# -- the pairwise objective (issue 14, item 2) --------------------------------------------------------
+
+
+def _pairwise_reference(scores: np.ndarray, labels: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Slow and obvious: a loop over every pair of every query; a query's loss is its size times the mean
+    of log(1 + exp(-(s_fast - s_slow))) over its pairs of differing labels."""
+    grad, hess = np.zeros(len(scores)), np.zeros(len(scores))
+    start = 0
+    for n in sizes:
+        pairs = [(i, j) for i in range(start, start + n) for j in range(start, start + n) if labels[i] > labels[j]]
+        for fast, slow in pairs:
+            q = 1.0 / (1.0 + np.exp(scores[fast] - scores[slow]))  # d loss / d (s_slow - s_fast)
+            weight = n / len(pairs)
+            grad[fast] -= weight * q
+            grad[slow] += weight * q
+            hess[fast] += weight * q * (1 - q)
+            hess[slow] += weight * q * (1 - q)
+        start += n
+    return grad, hess
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_pairwise_gradients_match_the_slow_reference(data):
+    sizes = data.draw(st.lists(st.integers(0, 9), min_size=1, max_size=6))
+    n = sum(sizes)
+    scores = data.draw(arrays(np.float64, n, elements=st.floats(-30, 30)))
+    labels = data.draw(arrays(np.float64, n, elements=st.integers(0, 3)))  # few levels: many ties
+    chunk = data.draw(st.sampled_from([1, 5, 64, pairwise.CHUNK_ENTRIES]))  # every chunking path
+    with mock.patch.object(pairwise, "CHUNK_ENTRIES", chunk):
+        grad, hess = pairwise_gradients(scores, labels, np.array(sizes, np.int64))
+    expected_grad, expected_hess = _pairwise_reference(scores, labels, sizes)
+    # The pair matrices are float32 (as LightGBM takes gradients): a score of 30 is exact to 2e-6.
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(hess, expected_hess, rtol=1e-5, atol=1e-4)
+    assert (hess >= 0).all()
+
+
+def test_pairwise_gradient_is_the_derivative_of_the_loss():
+    rng = np.random.default_rng(3)
+    sizes = np.array([6, 1, 9, 4])
+    scores, labels = rng.normal(size=20), rng.integers(0, 4, size=20).astype(float)
+    grad, hess = pairwise_gradients(scores, labels, sizes)
+    step = np.eye(20) * 1e-5
+    numeric = [(pairwise_loss(scores + step[k], labels, sizes) - pairwise_loss(scores - step[k], labels, sizes)) / 2e-5
+               for k in range(20)]
+    np.testing.assert_allclose(grad, numeric, atol=1e-5)
+    # A query of all-tied labels (or of one config) has no pair: no gradient at all.
+    tied, _ = pairwise_gradients(scores[:6], np.ones(6), np.array([6]))
+    assert not tied.any()
+
+
+def test_pairwise_samples_pairs_of_huge_queries_without_bias():
+    rng = np.random.default_rng(4)
+    sizes = np.array([50, 10])  # 1225 and 45 pairs: with max_pairs=1000 only the first is sampled
+    scores, labels = rng.normal(size=60), rng.permutation(60).astype(float)  # no ties
+    exact_grad, exact_hess = pairwise_gradients(scores, labels, sizes)
+    draws = [pairwise_gradients(scores, labels, sizes, max_pairs=1000, rng=np.random.default_rng(seed))
+             for seed in range(400)]
+    mean_grad, mean_hess = np.mean([g for g, _ in draws], axis=0), np.mean([h for _, h in draws], axis=0)
+    # Each draw's gradient of a row has a standard deviation of about 0.1; the mean of 400, 0.005.
+    np.testing.assert_allclose(mean_grad, exact_grad, atol=0.03)
+    np.testing.assert_allclose(mean_hess, exact_hess, atol=0.03)
+    np.testing.assert_array_equal(draws[0][0][50:], exact_grad[50:])  # the small query stays exact
+    assert not np.array_equal(draws[0][0][:50], exact_grad[:50])
+    again = pairwise_gradients(scores, labels, sizes, max_pairs=1000, rng=np.random.default_rng(0))
+    np.testing.assert_array_equal(again[0], draws[0][0])  # the same seed draws the same pairs
+    with pytest.raises(ValueError, match="a query of 50 configs has more than 400 pairs: sampling them needs an rng"):
+        pairwise_gradients(scores, labels, sizes, max_pairs=400)
+    with pytest.raises(ValueError, match="must both hold the 60 rows"):
+        pairwise_gradients(scores[:59], labels[:59], sizes)
+    assert "max_pairs=7" in repr(PairwiseObjective(7))
+
+
+def test_pairwise_objective_on_the_tiny_competition(tiny_competition: Path, tmp_path: Path):
+    """objective=pairwise trains, stops on the official metric, predicts, saves and loads, deterministically."""
+    public = tiny_competition / "public"
+    for collection in (COLLECTION_BY_NAME["tile:xla"], COLLECTION_BY_NAME["layout:nlp:random"]):
+        ranker = _fit(public, collection, objective="pairwise")
+        again = _fit(public, collection, objective="pairwise")
+        assert ranker.settings.objective == "pairwise"
+        assert ranker.history == {} or collection.metric in ranker.history["valid"]
+        ranker.save(tmp_path / collection.name)
+        loaded = GBDTRanker.load(tmp_path / collection.name)
+        assert loaded.settings.objective == "pairwise"
+        for split in ("valid", "test"):
+            for _, graph in iter_split(public, collection, split):
+                predicted = ranker.predict(collection, graph)
+                assert predicted.shape == (graph.num_configs,) and np.isfinite(predicted).all()
+                np.testing.assert_array_equal(again.predict(collection, graph), predicted)
+                np.testing.assert_array_equal(loaded.predict(collection, graph), predicted)
+
+
+def test_a_dataset_too_small_to_split_is_detected():
+    """What makes the pairwise fit keep LightGBM's pre-filtered features (see GBDTRanker._train)."""
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(5)
+    few, many = rng.normal(size=(30, 3)), rng.normal(size=(200, 3))
+    assert not _has_splittable_feature(lgb.Dataset(few, label=np.zeros(30), params={"verbosity": -1}))
+    assert _has_splittable_feature(lgb.Dataset(many, label=np.zeros(200), params={"verbosity": -1}))

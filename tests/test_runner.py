@@ -323,6 +323,8 @@ def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, c
     (["--collection", "tile"], "invalid choice: 'tile'"),
     (["--predict-only"], "run without --predict-only first"),
     (["--param", "hidden"], "expected KEY=VALUE"),
+    (["--method", "gbdt", "--param", "objective=nope"],
+     "objective must be one of lambdarank, rank_xendcg, regression, pairwise; got 'nope'"),
     (["--time-budget", "0"], "--time-budget must be > 0"),
     (["--seeds", "0,x"], "--seeds must be comma-separated integers"),
     (["--seeds", "0,1,1"], "seed(s) 1 listed more than once"),

@@ -1,7 +1,8 @@
 """The gradient-boosted ranker: LightGBM lambdarank on engineered graph and config features.
 
-``features`` computes the feature matrix (numpy only; the heuristic shares its geometry), ``model``
-trains and applies the ranker (imports lightgbm when it trains or loads).
+``engineered`` computes the feature matrix (numpy only; the heuristic shares its geometry), ``model``
+trains and applies the ranker (imports lightgbm when it trains or loads), ``pairwise`` is the optional
+all-pairs logistic objective (``--param objective=pairwise``; numpy only).
 """
 
 from solutions.gbdt.model import GBDTRanker, GBDTSettings

@@ -20,7 +20,13 @@ One model per collection; the graphs of a collection are the queries, their conf
   small embedded competition, ``rank_xendcg`` and pointwise regression on the within-graph rank
   percentile scored the same within noise (+-0.01 tau) on the layout collections, xendcg a little
   lower on layout:xla:default (0.245 vs 0.269); lambdarank is kept as the ranking loss the winners
-  found best (docs/competition.md, What the winners did). ``objective`` switches between the three.
+  found best (docs/competition.md, What the winners did). ``objective`` switches between them and
+  ``pairwise`` (``solutions.gbdt.pairwise``, a LightGBM custom objective): RankNet's logistic loss over
+  every pair of a query's configs with differing runtimes, each pair weighed the same, as Kendall tau
+  counts them (lambdarank weighs pairs by their NDCG change instead); labels are the exact
+  within-graph rank percentile, queries as above (``query_size=null``: a graph's drawn configs are one
+  query, all their pairs scored; more than ``pairwise_max_pairs`` pairs are sampled each round).
+  Model selection is unchanged (the official metric through ``feval``). BENCHMARKS.md has its effect.
 - **Model selection** on the valid split with the official metric (``competition.metrics``: tile
   slowdown of the top 5, Kendall tau of the full ordering, averaged over graphs), computed every
   round from LightGBM's running valid scores (``feval``) on features made exactly as ``predict``
@@ -83,14 +89,19 @@ logger = logging.getLogger(__name__)
 MODEL_FILE = "model.txt"
 SETTINGS_FILE = "settings.json"
 MAX_QUERY_SIZE = 10_000  # LightGBM refuses ranking queries larger than this
-OBJECTIVES = ("lambdarank", "rank_xendcg", "regression")
+OBJECTIVES = ("lambdarank", "rank_xendcg", "regression", "pairwise")
+# Objectives trained on the within-graph rank percentile (every runtime difference kept) rather than
+# on relevance buckets: pairwise needs each pair of differing runtimes to differ in label.
+EXACT_ORDER_LABELS = ("regression", "pairwise")
 
 
 @dataclass(frozen=True)
 class GBDTSettings:
     """Training settings; ``for_task`` gives the defaults used by ``tpugraphs solve --method gbdt``."""
 
-    objective: str = "lambdarank"  # "lambdarank", "rank_xendcg" or "regression" (pointwise, on the within-graph rank)
+    # "lambdarank", "rank_xendcg", "regression" (pointwise, on the within-graph rank) or "pairwise"
+    # (logistic loss over all pairs of a query, each pair of differing runtimes weighed the same: gbdt/pairwise.py)
+    objective: str = "lambdarank"
     label_levels: int = 30  # relevance buckets of the runtime rank (<= 31 with exponential gains)
     linear_gain: bool = True  # label_gain = 0, 1, 2, ... (every pair counts) instead of 2**label - 1
     ndcg_at: int | None = None  # lambdarank truncation: top-k the lambdas focus on (None = whole group)
@@ -107,6 +118,7 @@ class GBDTSettings:
     bagging_fraction: float = 0.8  # share of the rows each tree is fitted on
     lambda_l2: float = 1.0  # L2 regularisation of leaf values
     max_bin: int = 63  # histogram bins per feature
+    pairwise_max_pairs: int = 1_000_000  # objective=pairwise: a query with more pairs uses this many drawn at random
     num_threads: int = 2  # LightGBM threads (fixed, so a seed gives the same model on any machine)
     center_per_graph: bool = True  # also give each config feature minus its graph's mean
     collapse_tied_nodes: bool = False  # layout: one representative per tied node group (engineered.tied_groups)
@@ -118,7 +130,8 @@ class GBDTSettings:
         if not 2 <= self.label_levels <= (10_000 if self.linear_gain else 31):
             raise ValueError(f"label_levels must be in 2..{10_000 if self.linear_gain else 31} "
                              f"(31 is LightGBM's limit with exponential gains); got {self.label_levels}")
-        for name in ("max_configs_per_graph", "max_valid_configs_per_graph", "num_boost_round", "num_threads"):
+        for name in ("max_configs_per_graph", "max_valid_configs_per_graph", "num_boost_round", "num_threads",
+                     "pairwise_max_pairs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
 
@@ -147,6 +160,10 @@ class GBDTSettings:
             "seed": seed,
             "verbosity": -1,
         }
+        if self.objective == "pairwise":  # lightgbm >= 4 takes a callable objective in params
+            from solutions.gbdt.pairwise import PairwiseObjective
+
+            params["objective"] = PairwiseObjective(self.pairwise_max_pairs, seed)
         if self.objective == "lambdarank":
             params["lambdarank_truncation_level"] = self.ndcg_at or max(1, max_group)
             if self.linear_gain:
@@ -310,11 +327,20 @@ class GBDTRanker:
         history = self.history if history is None else history
         params = settings.lightgbm_params(seed=int(options.seed), max_group=int(train_rows.sizes.max()))
         ranking = settings.objective != "regression"
-        train_set = lgb.Dataset(
-            np.concatenate(train_rows.features), label=np.concatenate(train_rows.labels),
-            group=train_rows.sizes if ranking else None, feature_name=feature_names(self.features),
-            free_raw_data=True, params={"max_bin": settings.max_bin, "verbosity": -1},
-        )
+        dataset_params: dict[str, Any] = {"max_bin": settings.max_bin, "verbosity": -1}
+        features, labels = np.concatenate(train_rows.features), np.concatenate(train_rows.labels)
+        train_set = lgb.Dataset(features, label=labels, group=train_rows.sizes if ranking else None,
+                                feature_name=feature_names(self.features), free_raw_data=True, params=dataset_params)
+        if settings.objective == "pairwise" and not _has_splittable_feature(train_set):
+            # A custom objective makes LightGBM reset the booster's objective, and that reset fails a
+            # check when every feature was pre-filtered as unsplittable (fewer rows than 2 *
+            # min_data_in_leaf, e.g. a fold of the tiny competition). Kept, they are never split
+            # either: the trees are single leaves, as the built-in objectives give on such data.
+            dataset_params["feature_pre_filter"] = False
+            train_set = lgb.Dataset(features, label=labels, group=train_rows.sizes,
+                                    feature_name=feature_names(self.features), free_raw_data=True,
+                                    params=dataset_params)
+        del features, labels
         callbacks = [lgb.record_evaluation(history)]
         if options.time_budget_s is not None:
             callbacks.append(_time_budget(started, options.time_budget_s))
@@ -323,6 +349,7 @@ class GBDTRanker:
             valid_set = lgb.Dataset(
                 np.concatenate(valid_rows.features), label=np.concatenate(valid_rows.labels),
                 group=valid_rows.sizes if ranking else None, reference=train_set,
+                params=dataset_params if "feature_pre_filter" in dataset_params else None,
             )
             valid_sets, feval = [valid_set], _official_metric(collection, valid_rows)
             callbacks.append(_plateau_stopping(history, settings.min_boost_round, settings.early_stopping_rounds))
@@ -377,7 +404,7 @@ class GBDTRanker:
                 keep = np.sort(rng.choice(configs.shape[0], size=cap, replace=False))
                 configs, target = configs[keep], target[keep]
             features = config_features(graph, self.features, configs=configs)
-            if settings.objective == "regression":
+            if settings.objective in EXACT_ORDER_LABELS:
                 labels = within_graph_percentile(target)
             else:
                 labels = relevance_labels(target, settings.label_levels)
@@ -412,7 +439,7 @@ class GBDTRanker:
                 raise ValueError("valid graphs must carry measured runtimes (test files have all-zero runtimes)")
             rows.features.append(self._prediction_features(graph)[configs])
             target = _tile_target(graph)[configs]
-            rows.labels.append(within_graph_percentile(target) if self.settings.objective == "regression"
+            rows.labels.append(within_graph_percentile(target) if self.settings.objective in EXACT_ORDER_LABELS
                                else relevance_labels(target, self.settings.label_levels))
             rows.runtimes.append(runtime)
             rows.normalizers.append(graph.config_runtime_normalizers[configs] if isinstance(graph, TileGraph)
@@ -546,6 +573,12 @@ def _best_round(curve: list[float], min_rounds: int) -> int:
     """
     start = min(max(min_rounds, 1), len(curve)) - 1
     return start + int(np.argmax(curve[start:])) + 1
+
+
+def _has_splittable_feature(train_set) -> bool:
+    """Whether LightGBM kept any feature of ``train_set`` (constructed here); unused ones have 0 bins."""
+    train_set.construct()
+    return any(train_set.feature_num_bin(i) > 0 for i in range(train_set.num_feature()))
 
 
 def _plateau_stopping(history: dict, min_rounds: int, patience: int):
