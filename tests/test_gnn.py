@@ -26,6 +26,7 @@ from solutions.gnn.data import (
     tile_example,
 )
 from solutions.gnn.model import LayoutRanker, TileRanker, output_slot_features
+from solutions.gnn.ranker import BEFORE_VERSION_4
 from solutions.gnn.train import GNNConfig, listmle_loss, pairwise_hinge_loss, predict_layout, train
 from solutions.method import FitOptions, SavedModelError, SplitSource
 from solutions.pruning import ConfigurableOnly, KHopToConsumers, MergeDroppedRuns, OneHop, PruningNameError
@@ -246,9 +247,9 @@ def test_bad_settings(params, error, message):
 # -- fitting on the tiny competition -----------------------------------------------------------------
 
 
-def fit(tiny_competition, collection, **options) -> GNNRanker:
+def fit(tiny_competition, collection, params: dict | None = None, **options) -> GNNRanker:
     public = tiny_competition / "public"
-    ranker = GNNRanker(**FAST)
+    ranker = GNNRanker(**FAST, **(params or {}))
     ranker.fit(collection, SplitSource(public, collection, "train"), SplitSource(public, collection, "valid"),
                FitOptions(progress=False, **options))
     return ranker
@@ -487,7 +488,7 @@ def test_save_load_round_trips_the_pruning(tiny_competition, tmp_path, monkeypat
 def saved_layout_model(tiny_competition, tmp_path_factory):
     """A layout model saved once, with its test predictions; tests copy the folder before editing it."""
     folder = tmp_path_factory.mktemp("saved_gnn") / "model"
-    ranker = fit(tiny_competition, LAYOUT)
+    ranker = fit(tiny_competition, LAYOUT, BEFORE_VERSION_4)  # the model older gnn.json files describe
     ranker.save(folder)
     graphs = list(iter_split(tiny_competition / "public", LAYOUT, "test"))
     return folder, graphs, layout_predictions(ranker, graphs)

@@ -15,6 +15,7 @@ from competition.data.graphs import iter_split
 from solutions.gnn import GNNRanker
 from solutions.gnn.data import configurable_links, layout_example
 from solutions.gnn.model import ConfigAttention, LayoutRanker, context_index
+from solutions.gnn.ranker import BEFORE_VERSION_4
 from solutions.gnn.train import GNNConfig, predict_layout
 from solutions.method import FitOptions, SplitSource
 
@@ -106,7 +107,7 @@ def test_context_index_is_a_fixed_sample():
 
 @pytest.mark.parametrize(("params", "message"), [
     ({"fusion": "late"}, "unknown fusion 'late'; expected one of early, intermediate"),
-    ({"fusion": "intermediate", "training": "gst"}, "training=gst segments the message passing of early fusion"),
+    ({"fusion": "intermediate", "training": "gst"}, "intermediate fusion passes messages once per graph"),
     ({"config_layers": -1}, "config_layers must be >= 0"),
 ])
 def test_bad_fusion_settings(params, message):
@@ -131,7 +132,7 @@ def test_fit_save_load_predict(tiny_competition, tmp_path, params):
     assert meta["format_version"] == 4
     assert {k: meta["config"][k] for k in params} == params
     loaded = GNNRanker.load(tmp_path / "model")
-    assert loaded.model.fusion == params["fusion"] and loaded.model.config_attention == params.get("config_attention", False)
+    assert loaded.model.fusion == params["fusion"] and loaded.model.config_attention == loaded.config.config_attention
     for (_, graph), scores in zip(graphs, predictions, strict=True):
         assert scores.shape == (graph.num_configs,) and np.isfinite(scores).all()
         np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), scores)
@@ -175,23 +176,29 @@ def test_a_tile_model_with_geometry_saves_and_loads(tiny_competition, tmp_path):
 def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competition, tmp_path, monkeypatch):
     from solutions.gnn import train as train_module
 
-    monkeypatch.setitem(train_module.COLLECTION_DEFAULTS, LAYOUT.name, {"loss": "listmle", "fusion": "intermediate"})
+    monkeypatch.setitem(train_module.COLLECTION_DEFAULTS, LAYOUT.name, {"loss": "hinge", "fusion": "early"})
     public = tiny_competition / "public"
     splits = SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid")
     default = GNNRanker(**FAST)
     default.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (default.config.loss, default.config.fusion) == ("listmle", "intermediate")
-    chosen = GNNRanker(**FAST, loss="hinge")
+    assert (default.config.loss, default.config.fusion) == ("hinge", "early")
+    assert "layout:xla:random: loss='hinge', fusion='early'" in GNNRanker.param_table()[1]
+    chosen = GNNRanker(**FAST, loss="listmle")
     chosen.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (chosen.config.loss, chosen.config.fusion) == ("hinge", "intermediate")
-    whole = GNNRanker(GNNConfig(**FAST))  # a whole config is used as it is
+    assert (chosen.config.loss, chosen.config.fusion) == ("listmle", "early")
+    whole = GNNRanker(GNNConfig(**FAST))  # a whole config is used as it is: the class defaults
     whole.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (whole.config.loss, whole.config.fusion) == ("hinge", "early")
+    assert (whole.config.loss, whole.config.fusion) == (GNNConfig.loss, GNNConfig.fusion) == ("listmle", "intermediate")
     default.save(tmp_path / "model")
     monkeypatch.setitem(train_module.COLLECTION_DEFAULTS, LAYOUT.name, {})
     loaded = GNNRanker.load(tmp_path / "model")  # the saved settings, whatever today's table says
-    assert (loaded.config.loss, loaded.config.fusion) == ("listmle", "intermediate")
-    assert "layout:xla:random: loss='listmle', fusion='intermediate'" not in GNNRanker.param_table()[1]
+    assert (loaded.config.loss, loaded.config.fusion) == ("hinge", "early")
+
+
+def test_tile_starts_from_the_hinge():
+    assert GNNConfig.for_collection("tile:xla").loss == "hinge"
+    assert GNNConfig.for_collection("tile:xla", loss="listmle").loss == "listmle"
+    assert GNNConfig.for_collection("layout:nlp:default").loss == "listmle"
 
 
 def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tmp_path, monkeypatch):
@@ -202,7 +209,7 @@ def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tm
     from solutions.gnn import ranker as ranker_module
 
     public = tiny_competition / "public"
-    old = GNNRanker(**FAST)
+    old = GNNRanker(**FAST, **BEFORE_VERSION_4)
     old.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"), FitOptions(progress=False))
     old.save(tmp_path / "model")
     meta = json.loads((tmp_path / "model" / "gnn.json").read_text())

@@ -23,6 +23,7 @@ from solutions.gnn.gst import (
     topological_order,
 )
 from solutions.gnn.model import LayoutRanker
+from solutions.gnn.ranker import BEFORE_VERSION_4
 from solutions.method import FitOptions, SplitSource
 
 LAYOUT = COLLECTION_BY_NAME["layout:nlp:random"]
@@ -208,6 +209,7 @@ def test_tables_in_a_folder_are_files_removed_on_close(tmp_path):
     ({"segment_size": 0}, "segment_size must be >= 1"),
     ({"segments_per_step": 0}, "segments_per_step must be >= 1"),
     ({"stale_dropout": 1.0}, r"stale_dropout must be in \[0, 1\)"),
+    ({"training": "gst", "fusion": "intermediate"}, "intermediate fusion passes messages once per graph"),
 ])
 def test_bad_gst_settings(params, message):
     with pytest.raises(ValueError, match=message):
@@ -224,8 +226,10 @@ def fit(tiny, **params) -> GNNRanker:
 
 
 def test_one_segment_per_graph_is_full_graph_training(tiny_competition):
-    """With segments as large as the graphs nothing is historical: GST reduces to full-graph training."""
-    full, gst = fit(tiny_competition), fit(tiny_competition, training="gst", segment_size=100_000)
+    """With segments as large as the graphs nothing is historical: GST reduces to full-graph training
+    (of early fusion, which training=gst implies)."""
+    full, gst = fit(tiny_competition, fusion="early"), fit(tiny_competition, training="gst", segment_size=100_000)
+    assert gst.config.fusion == "early"
     for _, graph in iter_split(tiny_competition / "public", LAYOUT, "test"):
         np.testing.assert_allclose(gst.predict(LAYOUT, graph), full.predict(LAYOUT, graph), rtol=1e-4, atol=1e-5)
 
@@ -260,7 +264,7 @@ def test_tables_in_the_cache_folder_give_the_same_model(tiny_competition, tmp_pa
 
 
 def test_a_version_2_model_was_trained_full_graph(tiny_competition, tmp_path):
-    ranker = fit(tiny_competition)
+    ranker = fit(tiny_competition, **BEFORE_VERSION_4)  # the model a version-2 gnn.json describes
     ranker.save(tmp_path / "model")
     meta_path = tmp_path / "model" / "gnn.json"
     meta = json.loads(meta_path.read_text())

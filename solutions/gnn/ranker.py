@@ -129,6 +129,9 @@ class GNNRanker:
         unknown = sorted(set(params) - set(GNNConfig.field_names()))
         if unknown:
             raise TypeError(f"unknown gnn setting(s) {', '.join(unknown)}; known: {', '.join(GNNConfig.field_names())}")
+        if params.get("training") == "gst" and "fusion" not in params:
+            # GST segments early fusion's per-config message passing; intermediate fusion has none to segment
+            params = {**params, "fusion": "early"}
         self.config = replace(config or GNNConfig(), **params)
         # Without a whole config, fit starts from the collection's defaults (COLLECTION_DEFAULTS) with
         # these settings on top; a config given whole is used as it is.
