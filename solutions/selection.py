@@ -10,8 +10,10 @@ kernels had 3 or fewer configs the valid score read 1.000 while the chosen model
   below that). The reported validation score (``tpugraphs solve``'s table) still covers every graph:
   only the choice of round or epoch ignores them.
 - **Cross-validation fallback** (tile): when fewer than ``MIN_SELECTION_GRAPHS`` (5) valid kernels are
-  left, the valid split has too little signal, and a method that can (gbdt) chooses its number of
-  rounds by k-fold cross-validation over the train kernels instead, then refits on all of them.
+  left, the valid split has too little signal, and the learned methods choose their length by k-fold
+  cross-validation over the train kernels instead: gbdt its number of rounds (then refits on all the
+  kernels), the gnn its epoch (each fold trained on the others and scored every ``eval_every``
+  epochs; then one run on all the kernels keeps the weights of the epoch with the best mean score).
   Layout selection keeps the valid split whatever its size (a layout graph's tau moves with every
   pair of its configs, and the valid splits hold 8 graphs on the small competition): the fallback
   was asked for the tile collection, whose real folds fooled the selection.

@@ -228,3 +228,30 @@ def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tm
     assert dataclasses.asdict(loaded.config) == dataclasses.asdict(old.config)
     for _, graph in iter_split(public, LAYOUT, "test"):
         np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), old.predict(LAYOUT, graph))
+
+
+# -- model selection: the cross-validation fallback ---------------------------------------------------
+
+
+def test_tile_with_too_few_informative_valid_kernels_cross_validates_the_epoch(tiny_competition):
+    """The tiny competition's tile valid split has 3 kernels (fewer than 5 informative): the gnn picks
+    its epoch by 4-fold cross-validation over the train kernels, keeps that epoch of a run on all of
+    them, and the report says so."""
+    from test_gnn import TILE
+
+    from solutions.selection import CROSS_VALIDATION, CV_FOLDS
+
+    public = tiny_competition / "public"
+    ranker = GNNRanker(**{**FAST, "tile_epochs": 4, "eval_every": 1})
+    ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"), FitOptions(progress=False))
+    selection = ranker.summary()["selection"]
+    assert selection["mode"] == CROSS_VALIDATION and selection["cv_folds"] == CV_FOLDS
+    assert "cross-validation over the train graphs" in selection["note"]
+    assert 1 <= selection["cv_best_epoch"] <= 4 and selection["cv_score"] is not None
+    assert ranker.result.best_epoch == selection["cv_best_epoch"]
+    assert ranker.result.stopped in ("selected epoch", "epochs") and len(ranker.result.history) == 1
+    # layout keeps its valid split whatever its size
+    layout = GNNRanker(**FAST)
+    layout.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
+               FitOptions(progress=False))
+    assert layout.summary()["selection"]["mode"] == "valid"

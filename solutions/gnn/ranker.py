@@ -21,6 +21,7 @@ from solutions.gnn.model import LayoutRanker, TileRanker
 from solutions.gnn.train import GNNConfig, TrainResult, predict_layout, predict_tile, train
 from solutions.method import FitOptions, SavedModelError, SplitSource
 from solutions.pruning import NO_PRUNING, GraphTransform, PruningNameError, parse_pruning
+from solutions.selection import CROSS_VALIDATION, SelectionPlan, cv_fold_of, min_configs, plan_selection
 
 MODEL_FILE = "gnn.pt"
 META_FILE = "gnn.json"
@@ -143,6 +144,7 @@ class GNNRanker:
         self.device = torch.device("cpu")
         self.result: TrainResult | None = None
         self.pruning_summary: dict | None = None
+        self.selection: dict | None = None  # how the epoch was chosen (SelectionPlan.to_json, + cv figures)
 
     @property
     def transform(self) -> GraphTransform | None:
@@ -177,14 +179,48 @@ class GNNRanker:
                       f"{len(train_split)} train graphs, {len(valid_examples)} of {len(valid)} valid graphs",
                       flush=True)
             self.pruning_summary = _pruning_summary(train_examples)
+            plan = _selection_plan(valid_examples, tile=not collection.task.config_per_node)
+            self.selection = plan.to_json()
+            stop_after = None
+            if plan.mode == CROSS_VALIDATION:  # the few informative valid kernels choose nothing
+                stop_after, folds, score = self._cross_validated_epoch(collection, train_examples, options)
+                self.selection.update(cv_folds=folds, cv_best_epoch=stop_after, cv_score=score)
+                valid_examples = []
             self.model = self._build(collection).to(self.device)
             self.result = train(
                 self.model, train_examples, valid_examples, self.config, seed=options.seed, device=self.device,
                 dedup_rows=options.compress, progress=options.progress and world.main,
                 time_budget_s=options.time_budget_s, description=f"gnn {collection.name}",
-                table_dir=None if options.cache_dir is None else Path(options.cache_dir),
+                table_dir=None if options.cache_dir is None else Path(options.cache_dir), stop_after=stop_after,
             )
             self.model.load_state_dict(self.result.best_state)
+
+    def _cross_validated_epoch(self, collection: Collection, examples: list, options: FitOptions
+                               ) -> tuple[int | None, int, float | None]:
+        """The epoch with the best mean official score over ``CV_FOLDS`` folds of the train graphs (each
+        fold trained on the others, scored every ``eval_every`` epochs), the folds used, and that score.
+
+        (None, 0, None) when there are too few train graphs to hold any out: the last epoch is kept.
+        """
+        fold = cv_fold_of(len(examples), np.random.default_rng([int(options.seed), 7]))
+        curves = []
+        for k in np.unique(fold):
+            held = [e for e, f in zip(examples, fold, strict=True) if f == k]
+            kept = [e for e, f in zip(examples, fold, strict=True) if f != k]
+            if not kept or not held:
+                continue
+            result = train(self._build(collection).to(self.device), kept, held, self.config, seed=options.seed,
+                           device=self.device, dedup_rows=options.compress, progress=False,
+                           time_budget_s=options.time_budget_s, description=f"gnn {collection.name} fold {k}")
+            curves.append({h["epoch"]: h["valid"] for h in result.history if h["epoch"] > 0})
+        if not curves:
+            return None, 0, None
+        epochs = sorted(set.intersection(*(set(c) for c in curves)))  # a time budget may cut folds short
+        if not epochs:
+            return None, len(curves), None
+        mean = {e: float(np.mean([c[e] for c in curves])) for e in epochs}
+        best = max(epochs, key=lambda e: (mean[e], -e))  # the earliest of equal scores
+        return best, len(curves), mean[best]
 
     def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
         if self.model is None:
@@ -269,6 +305,8 @@ class GNNRanker:
                        world_size=self.result.world_size, train_graphs_this_rank=self.result.train_graphs)
             if self.result.gst is not None:
                 out["gst"] = self.result.gst
+        if self.selection is not None:
+            out["selection"] = self.selection
         return out
 
     def set_device(self, device: str) -> None:
@@ -321,6 +359,14 @@ def _shard(source: SplitSource, cache_dir: Path | None, world: distributed.World
             yield row_id, cached.layout_view()
         finally:
             cached.close()
+
+
+def _selection_plan(valid_examples: list, *, tile: bool) -> SelectionPlan:
+    """``plan_selection`` over the labeled valid examples of every rank (the same plan on each)."""
+    counts = [e.num_configs for e in valid_examples if e.runtime is not None]
+    need = min_configs(tile=tile)
+    informative, offered = (int(v) for v in distributed.all_sum([sum(c >= need for c in counts), len(counts)]))
+    return plan_selection([need] * informative + [0] * (offered - informative), tile=tile)
 
 
 def _saved_pruning(meta: dict, meta_path: Path) -> str:

@@ -287,7 +287,7 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)  # one entry per evaluation
     steps: int = 0
     seconds: float = 0.0
-    stopped: str = "epochs"  # "epochs", "patience" or "time budget"
+    stopped: str = "epochs"  # "epochs", "patience", "time budget" or "selected epoch" (stop_after)
     world_size: int = 1  # training processes (torch.distributed ranks)
     train_graphs: int = 0  # training graphs this process trained on (its shard)
     gst: dict | None = None  # Graph Segment Training facts (segments, table size), None for full-graph
@@ -317,12 +317,15 @@ def train(
     time_budget_s: float | None = None,
     description: str = "gnn",
     table_dir: Path | None = None,
+    stop_after: int | None = None,
 ) -> TrainResult:
     """Train ``model`` with the ranking loss and keep the weights with the best validation score.
 
     Layout or tile is judged from the model. ``valid_examples`` must be labeled; layout ones are
     subsampled to ``config.valid_configs`` configs each (fixed by ``seed``). ``table_dir``: where
-    Graph Segment Training keeps its embedding tables (None: in memory).
+    Graph Segment Training keeps its embedding tables (None: in memory). ``stop_after``: end after
+    this epoch and keep its weights (the learning-rate schedule still planned for every epoch), how a
+    cross-validated epoch count is refitted.
 
     In a torch.distributed run (``solutions.gnn.distributed``) the examples are this rank's shard;
     every rank must call ``train`` with the same settings.
@@ -397,7 +400,9 @@ def train(
                 if time_budget_s is not None and _out_of_time(started, time_budget_s, world.active):
                     result.stopped = "time budget"
                     break
-            last = epoch == epochs or result.stopped == "time budget"
+            if stop_after is not None and epoch >= stop_after and result.stopped == "epochs":
+                result.stopped = "selected epoch"
+            last = epoch == epochs or result.stopped in ("time budget", "selected epoch")
             if validate and (epoch % config.eval_every == 0 or last):
                 score = valid_score()
                 mean_loss = distributed.all_sum([float(np.mean(losses))])[0] / world.size
