@@ -255,3 +255,25 @@ def test_tile_with_too_few_informative_valid_kernels_cross_validates_the_epoch(t
     layout.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
                FitOptions(progress=False))
     assert layout.summary()["selection"]["mode"] == "valid"
+
+
+def test_tied_nodes_are_linked_to_their_group_when_asked():
+    graph = layout_graph(num_configs=10, duplicates=False)
+    graph.node_config_feat[:, 1] = graph.node_config_feat[:, 0]  # node 1 always carries node 0's row
+    example = layout_example("g", graph, prune=True, compress=True)
+    assert example.inputs.tied.tolist() == [0, 0]
+    plain = {tuple(p) for p in example.inputs.config_links().T.tolist()}
+    tied = {tuple(p) for p in example.inputs.config_links(tied=True).T.tolist()}
+    assert tied - plain <= {(0, 1), (1, 0)} and {(0, 1), (1, 0)} <= tied
+    model = LayoutRanker(hidden=8, layers=2, fusion="intermediate", tied_links=True).eval()
+    one_pass = predict_layout(model, example, device=CPU)
+    np.testing.assert_allclose(one_pass, predict_layout(model, example, device=CPU, batch_nodes=1), rtol=1e-5, atol=1e-6)
+    no_configs = layout_graph(num_configs=1, duplicates=False)
+    no_configs.node_config_feat = no_configs.node_config_feat[:0]
+    assert _tied_groups_of(no_configs).tolist() == [0, 1]
+
+
+def _tied_groups_of(graph):
+    from solutions.gnn.data import _tied
+
+    return _tied(graph.node_config_feat)

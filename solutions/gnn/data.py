@@ -47,7 +47,7 @@ from competition.data.compact import (
 from competition.data.graphs import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM, LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph, CachedLayoutGraph
 from solutions.compression import deduplicate_configs
-from solutions.gbdt.engineered import tile_feature_names, tile_features
+from solutions.gbdt.engineered import tied_groups, tile_feature_names, tile_features
 from solutions.pruning import GraphTransform, PruningStats, parse_pruning
 from solutions.scaling import scale_node_features, scale_tile_config_features, signed_log1p
 
@@ -210,21 +210,30 @@ class LayoutInputs:
     # (2, e) int64 [producer, consumer] links between configurable nodes (indices 0..nc-1), computed
     # on first use by ``config_links`` (intermediate fusion reads them)
     links: torch.Tensor | None = None
+    # (nc,) int64 the first configurable node of each one's tied group: the nodes whose row is the
+    # same in every config of the graph (None: not computed)
+    tied: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
         return int(self.node_opcode.shape[0])
 
-    def config_links(self) -> torch.Tensor:
-        """``links``, computed once: see ``configurable_links``."""
+    def config_links(self, *, tied: bool = False) -> torch.Tensor:
+        """``links``, computed once (see ``configurable_links``); with ``tied``, also both ways between
+        each tied node and the first node of its group (they always carry the same setting)."""
         if self.links is None:
             self.links = configurable_links(self.edge_index, self.config_node_ids, self.num_nodes)
-        return self.links
+        if not tied or self.tied is None:
+            return self.links
+        members = torch.nonzero(self.tied != torch.arange(self.tied.shape[0], device=self.tied.device)).flatten()
+        group = torch.cat([torch.stack([members, self.tied[members]]), torch.stack([self.tied[members], members])], 1)
+        return torch.cat([self.links, group], dim=1)
 
     def to(self, device: torch.device | str) -> LayoutInputs:
         return LayoutInputs(self.node_feat.to(device), self.node_opcode.to(device), self.edge_index.to(device),
                             self.config_node_ids.to(device), self.common_rows.to(device),
-                            None if self.links is None else self.links.to(device))
+                            None if self.links is None else self.links.to(device),
+                            None if self.tied is None else self.tied.to(device))
 
 
 def configurable_links(edge_index: torch.Tensor, config_node_ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
@@ -321,6 +330,13 @@ def _labeled(runtime: np.ndarray) -> bool:
     return runtime.size > 0 and bool((runtime > 0).all())
 
 
+def _tied(node_config_feat: np.ndarray) -> np.ndarray:
+    """(nc,) the first node of each configurable node's tied group (itself when the graph has no config)."""
+    if not len(node_config_feat):
+        return np.arange(node_config_feat.shape[1], dtype=np.int64)
+    return tied_groups(pack_layout_vector_codes(node_config_feat))
+
+
 def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bool,
                    transform: GraphTransform | None = None) -> LayoutExample:
     """Prune, scale and pack one layout graph (see the module docstring for what each flag does)."""
@@ -330,7 +346,8 @@ def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bo
         graph, stats = result.graph, result.stats
     feat, opcode, edges = graph_tensors(graph.node_feat, graph.node_opcode, graph.edge_index)
     inputs = LayoutInputs(feat, opcode, edges, torch.from_numpy(np.asarray(graph.node_config_ids, dtype=np.int64)),
-                          torch.from_numpy(most_common_rows(graph.node_config_feat)))
+                          torch.from_numpy(most_common_rows(graph.node_config_feat)),
+                          tied=torch.from_numpy(_tied(graph.node_config_feat)))
     configs, runtime = graph.node_config_feat, graph.config_runtime
     labeled = _labeled(runtime)
     inverse = None
@@ -372,6 +389,7 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
     try:
         # (c, nc) int64, packed a chunk of configs at a time: the int8 tensor is never held whole.
         codes = pack_layout_vector_codes(graph.node_config_feat)
+        tied = tied_groups(codes) if graph.num_configs else np.arange(nc, dtype=np.int64)
         if graph.num_configs:
             first = most_common_config(codes)
             common = graph.node_config_feat[first, np.arange(nc)].astype(np.int64) - LAYOUT_VALUE_MIN
@@ -381,7 +399,7 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
         graph.close()
     inputs = LayoutInputs(feat, opcode, edges,
                           torch.from_numpy(np.asarray(skeleton.node_config_ids, dtype=np.int64)),
-                          torch.from_numpy(common))
+                          torch.from_numpy(common), tied=torch.from_numpy(tied))
     labeled = _labeled(runtime)
     rows, inverse = np.arange(graph.num_configs, dtype=np.int64), None
     if compress:

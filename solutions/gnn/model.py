@@ -188,6 +188,8 @@ class LayoutRanker(nn.Module):
         config_layers: intermediate fusion: layers mixing the rows of linked configurable nodes.
         config_attention: one cross-config attention block before the head.
         attention_context: configs of a graph the others attend to at prediction.
+        tied_links: intermediate fusion: also mix the rows of tied configurable nodes (the same row in
+            every config of the graph) with the first node of their group.
 
     Shapes (forward): ``LayoutInputs`` of a graph with n nodes and nc configurable nodes, digits
     (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``) -> (B,) scores, lower = faster.
@@ -195,7 +197,7 @@ class LayoutRanker(nn.Module):
 
     def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, row_features: bool = True,
                  fusion: str = "early", config_layers: int = 1, config_attention: bool = False,
-                 attention_context: int = 32) -> None:
+                 attention_context: int = 32, tied_links: bool = False) -> None:
         super().__init__()
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
@@ -203,6 +205,7 @@ class LayoutRanker(nn.Module):
         self.row_features = row_features
         self.fusion = fusion
         self.attention_context = attention_context
+        self.tied_links = tied_links
         self.config_layers = nn.ModuleList(
             BidirectionalSAGE(hidden, dropout) for _ in range(config_layers if fusion == "intermediate" else 0))
         self.attention = ConfigAttention(2 * hidden) if config_attention else None
@@ -279,7 +282,7 @@ class LayoutRanker(nn.Module):
         x = graph_state[inputs.config_node_ids].unsqueeze(0) + self.encode_configs(
             inputs, graph_state, digits, dedup_rows=dedup_rows)
         if len(self.config_layers):
-            links = inputs.config_links()
+            links = inputs.config_links(tied=self.tied_links)
             for layer in self.config_layers:
                 x = layer(x, links)
         return x

@@ -325,7 +325,7 @@ class GNNRanker:
         return LayoutRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
                             row_features=self.config.row_features, fusion=self.config.fusion,
                             config_layers=self.config.config_layers, config_attention=self.config.config_attention,
-                            attention_context=self.config.configs_per_graph)
+                            attention_context=self.config.configs_per_graph, tied_links=self.config.tied_links)
 
     def _load(self, source: SplitSource, options: FitOptions, split: str,
               world: distributed.World | None = None) -> list[LayoutExample | TileExample]:

@@ -86,6 +86,7 @@ class GNNConfig:
     fusion: str = "intermediate"  # layout: "early" (configs join before message passing) or "intermediate" (model.py)
     config_layers: int = 1  # layout, intermediate fusion: layers mixing linked configurable nodes' rows
     config_attention: bool = True  # layout: configs of a graph attend to each other before the head
+    tied_links: bool = False  # layout, intermediate fusion: also mix tied nodes' rows with their group's first node
     tile_geometry: bool = True  # tile: also read the engineered tiling facts of each config (data.py)
     lr: float = 5e-3  # AdamW, cosine decay to lr / 10 over the planned steps
     weight_decay: float = 1e-4  # AdamW weight decay
