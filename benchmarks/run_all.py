@@ -21,6 +21,7 @@ BENCHMARKS = (
     "benchmarks.bench_accel",  # needs torch-scatter (make accel); skipped without it
     "benchmarks.bench_solutions",
     "benchmarks.bench_gst",
+    "benchmarks.bench_fusion",
     "benchmarks.bench_realscale_training",
     "benchmarks.bench_realscale_split",  # the longest: writes and reads a 20 GB (float32) split
     "benchmarks.bench_leaderboard",

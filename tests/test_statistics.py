@@ -476,6 +476,40 @@ def test_cli_text_output(files, capsys):
     assert f"select {paths['truth']}" in capsys.readouterr().out
 
 
+# compare's text after the verdict: (A, B, --top, graphs listed, whether "the same on every graph" is said).
+# "one_differs" is the true ranking with one layout graph reversed. --top 0 lists no graph and says
+# nothing about them unless every graph really scores the same (it used to claim "the same" always).
+COMPARE_GRAPH_LISTS = [
+    ("random", "truth", "10", 10, False),
+    ("random", "truth", "3", 3, False),
+    ("random", "truth", "0", 0, False),
+    ("truth", "one_differs", "10", 1, False),
+    ("truth", "one_differs", "0", 0, False),
+    ("truth", "truth", "10", 0, True),
+    ("truth", "truth", "0", 0, True),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "top", "listed", "same"), COMPARE_GRAPH_LISTS)
+def test_cli_compare_lists_differing_graphs(case, files, capsys, a, b, top, listed, same):
+    _, subs = case
+    folder, solution, paths = files
+    one = dict(subs["truth"])
+    row_id = "layout:xla:default:g000"
+    one[row_id] = subs["reverse"][row_id]
+    paths = {**paths, "one_differs": write_submission(folder / "one_differs.csv", one)}
+    assert main(["compare", str(paths[a]), str(paths[b]), "--solution", str(solution), "--top", top,
+                 "--bootstrap", "50"]) == 0
+    out = capsys.readouterr().out
+    after = out.split("\n\n", 1)[1] if "\n\n" in out else ""
+    rows = [line for line in after.splitlines()[2:] if line.strip()] if "differ most" in after else []
+    assert len(rows) == listed, out
+    assert ("differ most" in out) == (listed > 0)
+    assert ("A and B score the same on every graph" in out) == same
+    if listed == 1:
+        assert rows[0].endswith(row_id)
+
+
 def test_cli_shakeup_and_ensemble_json(files, capsys):
     folder, solution, paths = files
     shaken = _json(capsys, ["shakeup", str(paths["truth"]), str(paths["random"]), "--solution", str(solution),

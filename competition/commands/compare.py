@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_solution(parser)
     common.add_bootstrap(parser)
     parser.add_argument("--top", type=common.non_negative_int, default=10, metavar="N",
-                        help="list the N graphs where A and B differ most (default: 10)")
+                        help="list the N graphs where A and B differ most (default: 10; 0: no list)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(handler=run)
 

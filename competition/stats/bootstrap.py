@@ -422,14 +422,17 @@ class Comparison:
             lines.append(line(name, str(len(self.a.collections[name])), d))
         lines.append(line("final", "", self.overall))
         lines.append(self.verdict())
-        differing = [g for g in self.differing_graphs(top) if g["diff"] != 0]
-        if differing:
-            lines.append(f"\ngraphs where B and A differ most (of {len(self.differing_graphs())}):")
+        graphs = self.differing_graphs()
+        # Sorted by |B - A|, so the differing graphs come first; "the same" is judged on all of them,
+        # never on the top N shown (--top 0 shows none, which says nothing about the graphs).
+        differing = [g for g in graphs if g["diff"] != 0]
+        if not differing:
+            lines.append("\nA and B score the same on every graph")
+        elif top:
+            lines.append(f"\ngraphs where B and A differ most (of {len(graphs)}):")
             lines.append(f"{'A':>8} {'B':>8} {'B - A':>8} {'configs':>7}  ID")
             lines += [f"{g['a']:>8.4f} {g['b']:>8.4f} {g['diff']:>+8.4f} {g['configs']:>7}  {g['id']}"
-                      for g in differing]
-        else:
-            lines.append("\nA and B score the same on every graph")
+                      for g in differing[:top]]
         return "\n".join(lines)
 
 
