@@ -230,6 +230,9 @@ class LayoutInputs:
         return torch.cat([self.links, group], dim=1)
 
     def to(self, device: torch.device | str) -> LayoutInputs:
+        if self.node_feat.device == torch.device(device):
+            return self  # keeps the links computed on it for the next step
+        self.config_links()  # computed once here, not on every step's copy
         return LayoutInputs(self.node_feat.to(device), self.node_opcode.to(device), self.edge_index.to(device),
                             self.config_node_ids.to(device), self.common_rows.to(device),
                             None if self.links is None else self.links.to(device),
