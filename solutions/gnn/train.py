@@ -7,7 +7,8 @@ the same weight, and blind to the scale of the runtimes. Tied runtimes form no p
 (``listmle_loss``): the likelihood of the true order under a Plackett-Luce model, which weighs the
 top of the list more. With early fusion and no attention the two were within noise of each other on
 the small embedded competition; with cross-config attention ListMLE was ahead on the layout
-collections (+0.18 summed test tau over the four), while on tile:xla it lost 0.015 of tile score,
+collections (+0.18 summed test tau over the four; the validation splits, 7-8 graphs each, did not
+separate them: BENCHMARKS.md), while on tile:xla it lost 0.014 of tile score,
 so layout collections start from ListMLE and tile:xla from the hinge (``COLLECTION_DEFAULTS``).
 
 **Steps.** Layout: one graph per step, ``configs_per_graph`` of its (distinct) configs sampled
@@ -150,7 +151,7 @@ class GNNConfig:
 # competition (BENCHMARKS.md, "gnn: intermediate fusion, cross-config attention, loss"). ``GNNRanker``
 # starts each collection from ``GNNConfig.for_collection``; a ``--param`` always wins.
 COLLECTION_DEFAULTS: dict[str, dict[str, object]] = {
-    "tile:xla": {"loss": "hinge"},  # ListMLE lost 0.015 of tile score (0.982 vs 0.996)
+    "tile:xla": {"loss": "hinge"},  # ListMLE lost 0.014 of tile score (0.982 vs 0.996)
 }
 
 
