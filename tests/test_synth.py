@@ -616,7 +616,7 @@ def test_an_interrupted_build_leaves_nothing_and_keeps_the_previous_competition(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(generate_module, "_layout_source", interrupted)
+    monkeypatch.setattr(generate_module, "_run_layout", interrupted)
     with pytest.raises(KeyboardInterrupt):
         generate_competition(out, scale="tiny", seed=1, overwrite=True)
     after = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
