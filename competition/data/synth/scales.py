@@ -125,7 +125,7 @@ SCALES: dict[str, Scale] = {
         nlp_layout_configs=(1_000, 20_000),
         search_graphs=(("layout:xla:default", (61, 7, 8)), ("layout:nlp:default", (198, 20, 17))),
         extremes=(
-            Extreme("xla", "train", nodes=37_000, configurable_share=0.052, configs=20_000,
+            Extreme("xla", "train", nodes=43_600, configurable_share=0.052, configs=20_000,
                     families=("cnn", "cnn3d", "mlp")),
             Extreme("nlp", "train", nodes=3_000, configurable_share=0.04, configs=100_040),
             Extreme("nlp", "train", nodes=3_000, configurable_share=0.04, configs=100_040),
