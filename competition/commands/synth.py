@@ -11,10 +11,11 @@ test runtimes zeroed; OUT/private/solution.csv holds the hidden labels (ID,Runti
 The same seed gives byte-identical files, whatever --workers. Scales:
   tiny   tests: about a second, 0.2 MB, 43 files
   small  demo and training: under a minute on 2 cores, 13 MB, 746 files
-  full   a rehearsal at the real release's size: 7,868 files with the real graph counts and size
-         extremes (an xla program of ~43,600 nodes and ~2,250 configurable nodes measured 20,000
-         times, nlp files of 100,040 configurations); about an hour of CPU and several GB of disk
-         and memory: use --workers (see docs/synthetic-data.md for the measured figures)
+  full   a rehearsal at the real release's size: 7,868 npz files with the real graph counts and
+         size extremes (an xla program of ~43,600 nodes and ~2,250 configurable nodes measured
+         20,000 times, nlp files of 100,040 configurations); measured on 2 shared cores: 39 min of
+         CPU (48 min wall with --workers 2 under load), 3.1 GB of memory, 1.5 GB of disk
+         (docs/synthetic-data.md, BENCHMARKS.md)
 
 exit status: 0 written, 2 usage error (unknown scale, bad seed, OUT not empty without --force)
 
