@@ -276,6 +276,79 @@ def test_write_npz_is_reproducible_and_loadable(tmp_path):
         assert np.array_equal(npz["a"], arrays["a"]) and npz["b"].dtype == np.float32
 
 
+def test_workers_write_the_same_bytes(tiny_competition, tmp_path):
+    again = generate_competition(tmp_path / "parallel", scale="tiny", seed=0, workers=2)
+    assert tree_digest(again.out_dir) == tree_digest(tiny_competition)
+
+
+def test_write_npz_streams_members_with_the_bytes_of_writestr(tmp_path, monkeypatch):
+    import zipfile
+
+    from competition.data.synth import writer
+
+    rng = np.random.default_rng(0)
+    configs = rng.integers(-1, 6, size=(50, 7, 18)).astype(np.int8)
+    runtimes = rng.integers(1, 10**9, size=50)
+    reference = tmp_path / "reference.npz"
+    with zipfile.ZipFile(reference, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+        for key, array in {"node_config_feat": configs.astype(np.float32), "config_runtime": runtimes}.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, array, allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=writer.ZIP_DATE_TIME)
+            info.compress_type, info.create_system, info.external_attr = zipfile.ZIP_DEFLATED, 3, 0o644 << 16
+            archive.writestr(info, buffer.getvalue(), compresslevel=writer.COMPRESS_LEVEL)
+    monkeypatch.setattr(writer, "_BLOCK_BYTES", 1000)  # several blocks per member
+    streamed = tmp_path / "streamed.npz"
+    write_npz(streamed, {"node_config_feat": configs, "config_runtime": runtimes}, dtypes={"node_config_feat": np.float32})
+    assert streamed.read_bytes() == reference.read_bytes()
+    with np.load(streamed) as npz:
+        assert npz["node_config_feat"].dtype == np.float32 and np.array_equal(npz["node_config_feat"], configs)
+
+
+def test_layout_runtime_in_chunks_is_the_same(monkeypatch):
+    from competition.data.synth import cost_model
+    from competition.data.synth.layout import layout_space
+    from competition.data.synth.models import build_program
+    from competition.data.synth.names import layout_specs
+
+    spec = layout_specs(np.random.default_rng(0), "xla", 1)[0]
+    graph = build_program(spec, np.random.default_rng(1), 400)
+    space = layout_space(graph, np.random.default_rng(2))
+    tables = cost_model.layout_tables(graph, space.config_ids, 1.0)
+    defaults = space.default_setting()
+    configs = np.repeat(defaults[None], 60, axis=0)
+    rng = np.random.default_rng(3)
+    configs[rng.random(configs.shape[:2]) < 0.3] = -1  # some tensors left to the compiler
+    whole = cost_model.layout_runtime(tables, configs)
+    monkeypatch.setattr(cost_model, "_CHUNK_ELEMENTS", 7 * max(len(space.config_ids), 1))
+    assert np.array_equal(cost_model.layout_runtime(tables, configs), whole)
+
+
+def test_full_scale_has_the_real_counts_and_places_its_extremes():
+    from competition.data.synth.generate import _layout_units
+
+    full = SCALES["full"]
+    assert full.tile_graphs == (5709, 676, 844)
+    real = {"layout:xla:default": (61, 7, 8), "layout:xla:random": (69, 7, 8),
+            "layout:nlp:default": (198, 20, 17), "layout:nlp:random": (207, 20, 17)}
+    assert {name: full.collection_graphs(name) for name in real} == real
+    assert sum(full.tile_graphs) + sum(sum(c) for c in real.values()) == 7868  # the real release's npz files
+    assert full.layout_test_configs == 1000
+    for source in ("xla", "nlp"):
+        units = _layout_units(source, full, seed=0)
+        per_search = Counter(search for u in units for search, _ in u.stems)
+        assert per_search == {search: sum(real[f"layout:{source}:{search}"]) for search in ("default", "random")}
+        extremes = [u for u in units if u.extreme is not None]
+        assert len(extremes) == sum(e.source == source for e in full.extremes)
+        for unit in extremes:
+            assert SPLITS[unit.split_index] == unit.extreme.split
+            assert not unit.extreme.families or unit.spec.family in unit.extreme.families
+            assert len(unit.stems) == 2  # both searches measure the extreme program
+        # Shared programs: the default search covers the first ones of each split.
+        train = [u for u in units if u.split_index == 0]
+        assert [len(u.stems) for u in train] == sorted((len(u.stems) for u in train), reverse=True)
+
+
 # -- realism ----------------------------------------------------------------------------------------
 
 
@@ -616,7 +689,7 @@ def test_an_interrupted_build_leaves_nothing_and_keeps_the_previous_competition(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(generate_module, "_layout_source", interrupted)
+    monkeypatch.setattr(generate_module, "_run_layout", interrupted)
     with pytest.raises(KeyboardInterrupt):
         generate_competition(out, scale="tiny", seed=1, overwrite=True)
     after = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}

@@ -383,11 +383,26 @@ def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.any(a != b, axis=-1)
 
 
+# Configs x configurable nodes evaluated at once: the work arrays are int64 (c, nc, 18) and a few
+# copies of them, so a chunk of 2**20 keeps them near 150 MB each. Every config is evaluated on its
+# own row, so chunking does not change a result.
+_CHUNK_ELEMENTS = 1 << 20
+
+
 def layout_runtime(tables: LayoutCostTables, node_config_feat: np.ndarray) -> np.ndarray:
     """Noise-free runtime (ns, float64) of the program under each configuration.
 
-    ``node_config_feat``: ``(c, nc, 18)`` integer layouts (output, input, kernel; -1 padded).
+    ``node_config_feat``: ``(c, nc, 18)`` integer layouts (output, input, kernel; -1 padded),
+    evaluated a chunk of configs at a time.
     """
+    c, nc = node_config_feat.shape[:2]
+    step = max(1, _CHUNK_ELEMENTS // max(nc, 1))
+    if c <= step:
+        return _layout_runtime(tables, node_config_feat)
+    return np.concatenate([_layout_runtime(tables, node_config_feat[s:s + step]) for s in range(0, c, step)])
+
+
+def _layout_runtime(tables: LayoutCostTables, node_config_feat: np.ndarray) -> np.ndarray:
     cfg = np.asarray(node_config_feat, dtype=np.int64)
     c, nc = cfg.shape[:2]
     total = np.full(c, tables.base_ns)

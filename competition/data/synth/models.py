@@ -460,7 +460,14 @@ class _Program:
         return b.build(self.spec.stem)
 
 
-def build_program(spec: ModelSpec, rng: np.random.Generator, target_nodes: int) -> HloGraph:
-    """A whole-program graph of about ``target_nodes`` nodes (training steps come out larger)."""
+def build_program(spec: ModelSpec, rng: np.random.Generator, target_nodes: int,
+                  configurable_share: float | None = None) -> HloGraph:
+    """A whole-program graph of about ``target_nodes`` nodes (training steps come out larger).
+
+    ``configurable_share`` caps the configurable nodes' share of the program; drawn in 1.5-7 % when
+    None (the draw is made either way, so the rest of the program does not depend on it).
+    """
     share = float(rng.uniform(0.015, 0.07))
+    if configurable_share is not None:
+        share = float(configurable_share)
     return _Program(spec, rng, target_nodes, share).build()
