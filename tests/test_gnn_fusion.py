@@ -260,7 +260,11 @@ def test_tile_with_too_few_informative_valid_kernels_cross_validates_the_epoch(t
 def test_tied_nodes_are_linked_to_their_group_when_asked():
     graph = layout_graph(num_configs=10, duplicates=False)
     graph.node_config_feat[:, 1] = graph.node_config_feat[:, 0]  # node 1 always carries node 0's row
-    example = layout_example("g", graph, prune=True, compress=True)
+    plain_example = layout_example("g", graph, prune=True, compress=True)
+    assert plain_example.inputs.tied is None  # found only when asked: only the tied_links model reads them
+    with pytest.raises(ValueError, match="built without its tied groups"):
+        plain_example.inputs.config_links(tied=True)
+    example = layout_example("g", graph, prune=True, compress=True, find_tied=True)
     assert example.inputs.tied.tolist() == [0, 0]
     plain = {tuple(p) for p in example.inputs.config_links().T.tolist()}
     tied = {tuple(p) for p in example.inputs.config_links(tied=True).T.tolist()}
@@ -274,6 +278,38 @@ def test_tied_nodes_are_linked_to_their_group_when_asked():
 
 
 def _tied_groups_of(graph):
+    from competition.data.compact import pack_layout_vector_codes
     from solutions.gnn.data import _tied
 
-    return _tied(graph.node_config_feat)
+    return _tied(pack_layout_vector_codes(graph.node_config_feat))
+
+
+def test_the_tied_links_model_gets_examples_with_tied_groups(tiny_competition):
+    public = tiny_competition / "public"
+    ranker = GNNRanker(**FAST, tied_links=True)
+    ranker.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
+               FitOptions(progress=False))
+    for _, graph in iter_split(public, LAYOUT, "test"):
+        assert np.isfinite(ranker.predict(LAYOUT, graph)).all()
+
+
+def test_cross_validation_folds_and_the_final_run_share_one_time_budget(tiny_competition, monkeypatch):
+    """--time-budget bounds the whole fit's training: each run gets what the runs before it left."""
+    from test_gnn import TILE
+
+    from solutions.gnn import ranker as ranker_module
+
+    budgets = []
+    real_train = ranker_module.train
+
+    def recording_train(*args, time_budget_s=None, **kwargs):
+        budgets.append(time_budget_s)
+        return real_train(*args, time_budget_s=time_budget_s, **kwargs)
+
+    monkeypatch.setattr(ranker_module, "train", recording_train)
+    public = tiny_competition / "public"
+    ranker = GNNRanker(**FAST)
+    ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"),
+               FitOptions(progress=False, time_budget_s=1000.0))
+    assert ranker.summary()["selection"]["mode"] == "cross-validation" and len(budgets) == 5
+    assert budgets == sorted(budgets, reverse=True) and budgets[0] <= 1000.0 and budgets[-1] < budgets[0]

@@ -163,19 +163,20 @@ class CachedConfigStore:
             self.graph.close()
 
 
-def most_common_rows(node_config_feat: np.ndarray) -> np.ndarray:
+def most_common_rows(node_config_feat: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
     """Each configurable node's most frequent 18-d row over the file's configs, as digits.
 
     A search explores around the compiler's default configuration (``default`` files: small moves
     from it), so how far a row is from the node's usual row says how unusual the config is there.
     Computed from the configs alone, so test files have it too. Ties go to the smallest row.
 
-    Shapes: (c, nc, 18) float32 -> (nc, 18) int64 digits in 0..6.
+    Shapes: (c, nc, 18) float32 -> (nc, 18) int64 digits in 0..6. ``codes``: the configs' (c, nc)
+    row codes when the caller has them already (``pack_layout_vector_codes``).
     """
     configs = np.asarray(node_config_feat)
     if configs.shape[0] == 0:
         return np.zeros(configs.shape[1:], dtype=np.int64)
-    first = most_common_config(pack_layout_vector_codes(configs))
+    first = most_common_config(pack_layout_vector_codes(configs) if codes is None else codes)
     return (configs[first, np.arange(configs.shape[1])] - LAYOUT_VALUE_MIN).astype(np.int64)
 
 
@@ -223,8 +224,11 @@ class LayoutInputs:
         each tied node and the first node of its group (they always carry the same setting)."""
         if self.links is None:
             self.links = configurable_links(self.edge_index, self.config_node_ids, self.num_nodes)
-        if not tied or self.tied is None:
+        if not tied:
             return self.links
+        if self.tied is None:
+            raise ValueError("tied links asked for, but this example was built without its tied groups "
+                             "(make_example(..., find_tied=True))")
         members = torch.nonzero(self.tied != torch.arange(self.tied.shape[0], device=self.tied.device)).flatten()
         group = torch.cat([torch.stack([members, self.tied[members]]), torch.stack([self.tied[members], members])], 1)
         return torch.cat([self.links, group], dim=1)
@@ -333,24 +337,31 @@ def _labeled(runtime: np.ndarray) -> bool:
     return runtime.size > 0 and bool((runtime > 0).all())
 
 
-def _tied(node_config_feat: np.ndarray) -> np.ndarray:
-    """(nc,) the first node of each configurable node's tied group (itself when the graph has no config)."""
-    if not len(node_config_feat):
-        return np.arange(node_config_feat.shape[1], dtype=np.int64)
-    return tied_groups(pack_layout_vector_codes(node_config_feat))
+def _tied(codes: np.ndarray) -> np.ndarray:
+    """(nc,) the first node of each configurable node's tied group, from the (c, nc) row codes
+    (each node its own group when the graph has no config)."""
+    if not len(codes):
+        return np.arange(codes.shape[1], dtype=np.int64)
+    return tied_groups(codes)
 
 
 def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bool,
-                   transform: GraphTransform | None = None) -> LayoutExample:
-    """Prune, scale and pack one layout graph (see the module docstring for what each flag does)."""
+                   transform: GraphTransform | None = None, find_tied: bool = False) -> LayoutExample:
+    """Prune, scale and pack one layout graph (see the module docstring for what each flag does).
+
+    ``find_tied``: also record the tied groups of configurable nodes (``LayoutInputs.tied``; only the
+    ``tied_links`` model reads them).
+    """
     stats = None
     if prune:
         result = (transform or default_pruning()).prune(graph)
         graph, stats = result.graph, result.stats
     feat, opcode, edges = graph_tensors(graph.node_feat, graph.node_opcode, graph.edge_index)
+    codes = pack_layout_vector_codes(graph.node_config_feat)  # (c, nc): the common rows and the tied groups
+    tied = torch.from_numpy(_tied(codes)) if find_tied else None
     inputs = LayoutInputs(feat, opcode, edges, torch.from_numpy(np.asarray(graph.node_config_ids, dtype=np.int64)),
-                          torch.from_numpy(most_common_rows(graph.node_config_feat)),
-                          tied=torch.from_numpy(_tied(graph.node_config_feat)))
+                          torch.from_numpy(most_common_rows(graph.node_config_feat, codes)), tied=tied)
+    del codes
     configs, runtime = graph.node_config_feat, graph.config_runtime
     labeled = _labeled(runtime)
     inverse = None
@@ -371,7 +382,7 @@ def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bo
 
 
 def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compress: bool,
-                          transform: GraphTransform | None = None) -> LayoutExample:
+                          transform: GraphTransform | None = None, find_tied: bool = False) -> LayoutExample:
     """``layout_example`` for a graph in the processed cache: the same example, configs left on disk.
 
     Pruning, scaling, deduplication (same distinct configs, same min runtimes, same order) and the
@@ -392,7 +403,7 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
     try:
         # (c, nc) int64, packed a chunk of configs at a time: the int8 tensor is never held whole.
         codes = pack_layout_vector_codes(graph.node_config_feat)
-        tied = tied_groups(codes) if graph.num_configs else np.arange(nc, dtype=np.int64)
+        tied = torch.from_numpy(_tied(codes)) if find_tied else None
         if graph.num_configs:
             first = most_common_config(codes)
             common = graph.node_config_feat[first, np.arange(nc)].astype(np.int64) - LAYOUT_VALUE_MIN
@@ -402,7 +413,7 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
         graph.close()
     inputs = LayoutInputs(feat, opcode, edges,
                           torch.from_numpy(np.asarray(skeleton.node_config_ids, dtype=np.int64)),
-                          torch.from_numpy(common), tied=torch.from_numpy(tied))
+                          torch.from_numpy(common), tied=tied)
     labeled = _labeled(runtime)
     rows, inverse = np.arange(graph.num_configs, dtype=np.int64), None
     if compress:
@@ -465,17 +476,20 @@ def tile_example(row_id: str, graph: TileGraph, *, compress: bool, geometry: boo
 
 
 def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, compress: bool,
-                 transform: GraphTransform | None = None, tile_geometry: bool = False) -> TileExample | LayoutExample:
+                 transform: GraphTransform | None = None, tile_geometry: bool = False,
+                 find_tied: bool = False) -> TileExample | LayoutExample:
     """The example of one graph; a layout graph read from the processed cache keeps its configs there.
 
     Layout graphs are pruned with ``transform`` when ``prune`` is on (``default_pruning()`` when it is
-    None); tile graphs are never pruned, and get the engineered tiling columns with ``tile_geometry``.
+    None) and get their tied groups with ``find_tied``; tile graphs are never pruned, and get the
+    engineered tiling columns with ``tile_geometry``.
     """
     if isinstance(graph, TileGraph):
         return tile_example(row_id, graph, compress=compress, geometry=tile_geometry)
     if isinstance(graph, CachedLayoutGraph):
-        return cached_layout_example(row_id, graph.cache, prune=prune, compress=compress, transform=transform)
-    return layout_example(row_id, graph, prune=prune, compress=compress, transform=transform)
+        return cached_layout_example(row_id, graph.cache, prune=prune, compress=compress, transform=transform,
+                                     find_tied=find_tied)
+    return layout_example(row_id, graph, prune=prune, compress=compress, transform=transform, find_tied=find_tied)
 
 
 def load_examples(graphs: Iterable[tuple[str, TileGraph | LayoutGraph]], *, prune: bool, compress: bool,

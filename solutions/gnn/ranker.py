@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -182,20 +183,21 @@ class GNNRanker:
             plan = _selection_plan(valid_examples, tile=not collection.task.config_per_node)
             self.selection = plan.to_json()
             stop_after = None
+            budget = _Budget(options.time_budget_s)  # one training budget for the folds and the final run
             if plan.mode == CROSS_VALIDATION:  # the few informative valid kernels choose nothing
-                stop_after, folds, score = self._cross_validated_epoch(collection, train_examples, options)
+                stop_after, folds, score = self._cross_validated_epoch(collection, train_examples, options, budget)
                 self.selection.update(cv_folds=folds, cv_best_epoch=stop_after, cv_score=score)
                 valid_examples = []
             self.model = self._build(collection).to(self.device)
             self.result = train(
                 self.model, train_examples, valid_examples, self.config, seed=options.seed, device=self.device,
                 dedup_rows=options.compress, progress=options.progress and world.main,
-                time_budget_s=options.time_budget_s, description=f"gnn {collection.name}",
+                time_budget_s=budget.left(), description=f"gnn {collection.name}",
                 table_dir=None if options.cache_dir is None else Path(options.cache_dir), stop_after=stop_after,
             )
             self.model.load_state_dict(self.result.best_state)
 
-    def _cross_validated_epoch(self, collection: Collection, examples: list, options: FitOptions
+    def _cross_validated_epoch(self, collection: Collection, examples: list, options: FitOptions, budget: _Budget
                                ) -> tuple[int | None, int, float | None]:
         """The epoch with the best mean official score over ``CV_FOLDS`` folds of the train graphs (each
         fold trained on the others, scored every ``eval_every`` epochs), the folds used, and that score.
@@ -211,7 +213,7 @@ class GNNRanker:
                 continue
             result = train(self._build(collection).to(self.device), kept, held, self.config, seed=options.seed,
                            device=self.device, dedup_rows=options.compress, progress=False,
-                           time_budget_s=options.time_budget_s, description=f"gnn {collection.name} fold {k}")
+                           time_budget_s=budget.left(), description=f"gnn {collection.name} fold {k}")
             curves.append({h["epoch"]: h["valid"] for h in result.history if h["epoch"] > 0})
         if not curves:
             return None, 0, None
@@ -229,7 +231,7 @@ class GNNRanker:
             raise ValueError(f"this model was trained on {self.collection.name}; it cannot rank {collection.name} graphs")
         with _torch_threads(self.config.num_threads):
             example = make_example("", graph, prune=self.prune, compress=self.compress, transform=self.transform,
-                                   tile_geometry=self.config.tile_geometry)
+                                   tile_geometry=self.config.tile_geometry, find_tied=self.config.tied_links)
             if isinstance(example, TileExample):
                 scores = predict_tile(self.model, example, device=self.device)
             else:
@@ -337,7 +339,7 @@ class GNNRanker:
                           enabled=options.progress and world.main)
         transform = self.transform
         return [make_example(row_id, graph, prune=transform is not None, compress=options.compress, transform=transform,
-                             tile_geometry=self.config.tile_geometry)
+                             tile_geometry=self.config.tile_geometry, find_tied=self.config.tied_links)
                 for row_id, graph in graphs]
 
 
@@ -359,6 +361,20 @@ def _shard(source: SplitSource, cache_dir: Path | None, world: distributed.World
             yield row_id, cached.layout_view()
         finally:
             cached.close()
+
+
+class _Budget:
+    """``FitOptions.time_budget_s`` shared by the trainings of one fit (cross-validation folds, then the
+    final run), counted from when it is made; None: no budget."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds, self.started = seconds, time.perf_counter()
+
+    def left(self) -> float | None:
+        """What is left of it, at least a moment (a spent budget still lets a training take one step)."""
+        if self.seconds is None:
+            return None
+        return max(1e-6, self.seconds - (time.perf_counter() - self.started))
 
 
 def _selection_plan(valid_examples: list, *, tile: bool) -> SelectionPlan:
