@@ -328,19 +328,18 @@ class GBDTRanker:
         params = settings.lightgbm_params(seed=int(options.seed), max_group=int(train_rows.sizes.max()))
         ranking = settings.objective != "regression"
         dataset_params: dict[str, Any] = {"max_bin": settings.max_bin, "verbosity": -1}
-        features, labels = np.concatenate(train_rows.features), np.concatenate(train_rows.labels)
-        train_set = lgb.Dataset(features, label=labels, group=train_rows.sizes if ranking else None,
-                                feature_name=feature_names(self.features), free_raw_data=True, params=dataset_params)
+        train_data = {"data": np.concatenate(train_rows.features), "label": np.concatenate(train_rows.labels),
+                      "group": train_rows.sizes if ranking else None, "feature_name": feature_names(self.features),
+                      "free_raw_data": True, "params": dataset_params}
+        train_set = lgb.Dataset(**train_data)
         if settings.objective == "pairwise" and not _has_splittable_feature(train_set):
             # A custom objective makes LightGBM reset the booster's objective, and that reset fails a
             # check when every feature was pre-filtered as unsplittable (fewer rows than 2 *
             # min_data_in_leaf, e.g. a fold of the tiny competition). Kept, they are never split
             # either: the trees are single leaves, as the built-in objectives give on such data.
             dataset_params["feature_pre_filter"] = False
-            train_set = lgb.Dataset(features, label=labels, group=train_rows.sizes,
-                                    feature_name=feature_names(self.features), free_raw_data=True,
-                                    params=dataset_params)
-        del features, labels
+            train_set = lgb.Dataset(**train_data)
+        del train_data
         callbacks = [lgb.record_evaluation(history)]
         if options.time_budget_s is not None:
             callbacks.append(_time_budget(started, options.time_budget_s))
