@@ -51,7 +51,9 @@ class MeasuredTree:
 
     rc: int
     seconds: float
-    peak_tree_mb: float  # the largest sum of resident memory over the command and its descendants (sampled)
+    # the largest sum of resident memory over the command and its descendants (sampled), and never below
+    # peak_process_mb
+    peak_tree_mb: float
     peak_process_mb: float  # the largest resident memory of one process of the tree (getrusage, exact)
     cpu_seconds: float  # user + system CPU time of the tree
 
@@ -129,5 +131,8 @@ def measure_tree(cmd: list[str], *, log: Path | None = None, timeout: float | No
         if log:
             out.close()
         usage.unlink(missing_ok=True)
-    return MeasuredTree(reported.get("rc", proc.returncode), time.perf_counter() - started, peak / 1024,
-                        reported.get("peak_kib", 0) / 1024, reported.get("cpu", 0.0))
+    process_peak_kib = reported.get("peak_kib", 0)
+    # The tree's peak is at least its largest process's exact peak: samples can miss a short command
+    # (one taken while the child is still starting reads no memory, the next comes after it ended).
+    return MeasuredTree(reported.get("rc", proc.returncode), time.perf_counter() - started,
+                        max(peak, process_peak_kib) / 1024, process_peak_kib / 1024, reported.get("cpu", 0.0))
