@@ -33,7 +33,7 @@ import numpy as np
 
 from benchmarks.realscale import NLP_CONFIGS, NLP_CONFIGURABLE, NLP_DISTINCT, _layout_rows, xla_layout_graph
 from competition.data.graphs import LayoutGraph
-from solutions.compression import deduplicate_configs, unique_node_config_rows
+from solutions.dedup import deduplicate_configs, unique_node_config_rows
 from solutions.pruning import (
     ConfigurableOnly,
     GraphTransform,

@@ -78,8 +78,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-prune", dest="prune", action="store_false",
                         help="do not prune layout graphs: the same as --param pruning=none (methods that use "
                              "the graph structure; pruning names below)")
-    parser.add_argument("--no-compress", dest="compress", action="store_false",
-                        help="no config deduplication or compact config storage")
+    # --no-compress: the former name, kept for saved scripts
+    parser.add_argument("--no-dedup", "--no-compress", dest="compress", action="store_false",
+                        help="no config de-duplication or compact config storage (--no-compress: the "
+                             "former name)")
     parser.add_argument("--device", default="auto", metavar="auto|cpu|cuda",
                         help="where learned methods run (default: auto, the GPU when torch sees one, else cpu; "
                              "cuda, cuda:N to require a GPU)")

@@ -28,7 +28,7 @@ process while the collection ran (sampled every 20 ms, see ``PeakMemory``; ``tra
 torch's allocations).
 
 Under ``torchrun`` (``WORLD_SIZE`` > 1 in the environment; the gnn only) every process trains its
-shard of the graphs data-parallel (``solutions.gnn.distributed``); rank 0 alone saves the models,
+shard of the graphs data-parallel (``solutions.distributed``); rank 0 alone saves the models,
 validates, predicts and writes the submission while the others wait, and ``solve`` returns the
 report there (None on the other ranks). The report's ``world_size`` says how many processes trained.
 
@@ -65,7 +65,7 @@ from solutions import model_store
 from solutions.method import FitOptions, MethodInfo, SavedModelError, SplitSource, get_method
 
 if TYPE_CHECKING:  # torch: imported for real only in torchrun runs
-    from solutions.gnn.distributed import World
+    from solutions.distributed import World
 
 KAGGLE_ROWS = 894
 INTERVAL_DRAWS = 2000  # bootstrap draws behind the validation intervals
@@ -537,7 +537,7 @@ def _load_method(info: MethodInfo, path: Path, options: FitOptions):
 
 def world_barrier() -> None:
     """Wait for every torchrun process (only called in distributed runs)."""
-    from solutions.gnn import distributed
+    from solutions import distributed
 
     distributed.barrier()
 
@@ -643,7 +643,7 @@ def solve(
         raise SolveError(f"{out} is a folder; --out names the submission file to write")
     if world_size == 1:
         return _solve(data_dir, info, chosen, out, options, model_dir, saved_folders, params, say, started, seeds)
-    from solutions.gnn import distributed  # torch: only now, and only for the gnn
+    from solutions import distributed  # torch: only now, and only for the gnn
 
     world, device = distributed.start(options.device)
     try:

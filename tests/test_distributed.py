@@ -1,4 +1,4 @@
-"""Multi-process data-parallel training (solutions.gnn.distributed): torchrun with 2 CPU processes (gloo)."""
+"""Multi-process data-parallel training (solutions.distributed): torchrun with 2 CPU processes (gloo)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_ranks_keep_identical_weights_and_select_the_same_epoch(tiny_competition
 
 
 def test_ranks_split_the_files_round_robin():
-    from solutions.gnn.distributed import World
+    from solutions.distributed import World
 
     assert World(0, 2).shard(5) == [0, 2, 4] and World(1, 2).shard(5) == [1, 3]
     assert World(2, 3).shard(2) == [] and World().shard(3) == [0, 1, 2]

@@ -21,8 +21,7 @@ from competition.data.locate import split_dir
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import ranking_from_predictions
 from solutions.baselines import RandomMethod
-from solutions.gbdt import GBDTRanker, GBDTSettings, pairwise
-from solutions.gbdt.engineered import (
+from solutions.features.engineered import (
     WINNER_FEATURE_NAMES,
     FeatureSettings,
     config_features,
@@ -34,6 +33,7 @@ from solutions.gbdt.engineered import (
     tied_groups,
     tile_feature_names,
 )
+from solutions.gbdt import GBDTRanker, GBDTSettings, pairwise
 from solutions.gbdt.model import (
     _best_round,
     _has_splittable_feature,
@@ -153,8 +153,8 @@ def test_layout_features_of_a_cached_graph_read_in_chunks_equal_the_loaded_ones(
     the released float32 graph with its configs selected first (the obvious way)."""
     from competition.data.graphs import save_graph
     from competition.data.processed_cache import build_cache
-    from solutions.gbdt import engineered as features_module
-    from solutions.gbdt.engineered import layout_context, layout_features, select_configs
+    from solutions.features import engineered as features_module
+    from solutions.features.engineered import layout_context, layout_features, select_configs
 
     graph = make_layout_graph(np.random.default_rng(4), 40)
     save_graph(graph, tmp_path / "g.npz")

@@ -1,4 +1,4 @@
-"""solutions.gnn and solutions.scaling: shapes, losses, preprocessing, and short fits on the tiny competition."""
+"""solutions.gnn and solutions.features.log_scale: shapes, losses, preprocessing, and short fits on the tiny competition."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from competition.collections import COLLECTION_BY_NAME
 from competition.data.graphs import LayoutGraph, TileGraph, iter_split
+from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
 from solutions.gnn import GNNRanker
 from solutions.gnn import data as data_module
 from solutions.gnn.data import (
@@ -30,7 +31,6 @@ from solutions.gnn.ranker import BEFORE_VERSION_4
 from solutions.gnn.train import GNNConfig, listmle_loss, pairwise_hinge_loss, predict_layout, train
 from solutions.method import FitOptions, SavedModelError, SplitSource
 from solutions.pruning import ConfigurableOnly, KHopToConsumers, MergeDroppedRuns, OneHop, PruningNameError
-from solutions.scaling import scale_node_features, scale_tile_config_features, signed_log1p
 
 FAST = {"layout_epochs": 2, "tile_epochs": 2, "hidden": 16, "layers": 2, "valid_configs": 16}
 TILE, LAYOUT = COLLECTION_BY_NAME["tile:xla"], COLLECTION_BY_NAME["layout:xla:random"]

@@ -1,7 +1,7 @@
 """The gradient-boosted ranker: LightGBM lambdarank on engineered graph and config features.
 
-``engineered`` computes the feature matrix (numpy only; the heuristic shares its geometry), ``model``
-trains and applies the ranker (imports lightgbm when it trains or loads), ``pairwise`` is the optional
+The feature matrix comes from ``solutions.features.engineered`` (numpy only; shared with the other
+methods). ``model`` trains and applies the ranker (imports lightgbm when it trains or loads), ``pairwise`` is the optional
 all-pairs logistic objective (``--param objective=pairwise``; numpy only).
 """
 

@@ -3,9 +3,9 @@
 One model per collection; the graphs of a collection are the queries, their configs the documents.
 
 - **Rows**: the graph's distinct configs (``options.compress``: duplicates merged with the ``min``
-  runtime policy of ``solutions.compression``), at most ``max_configs_per_graph`` of them drawn at
+  runtime policy of ``solutions.dedup``), at most ``max_configs_per_graph`` of them drawn at
   random per graph (seeded from ``options.seed``), featurized by
-  ``solutions.gbdt.engineered.config_features``.
+  ``solutions.features.engineered.config_features``.
 - **Queries**: a tile graph is one query. A layout graph's drawn configs are shuffled and cut into
   queries of ``query_size`` (64): lambdarank without truncation costs O(group size^2) per round, and
   random groups of 64 are an unbiased sample of the graph's pairs at 1/16 of the cost of groups of
@@ -58,7 +58,7 @@ lower = faster), computed once per distinct config and scattered back to duplica
 ``save(path)`` writes ``path/model.txt`` (LightGBM's text format, cut at the best round) and
 ``path/settings.json`` (feature settings, training settings and feature names, checked on ``load``).
 
-lightgbm is imported only when a model is trained or loaded, so ``solutions.gbdt.engineered`` (used by
+lightgbm is imported only when a model is trained or loaded, so ``solutions.features.engineered`` (used by
 the heuristic) stays importable without it.
 """
 
@@ -79,8 +79,8 @@ from competition.collections import Collection
 from competition.data.compact import pack_layout_vector_codes
 from competition.data.graphs import Graph, TileGraph
 from competition.tasks import TILE_TOP_K
-from solutions.compression import deduplicate_configs
-from solutions.gbdt.engineered import FeatureSettings, config_features, feature_names
+from solutions.dedup import deduplicate_configs
+from solutions.features.engineered import FeatureSettings, config_features, feature_names
 from solutions.method import FitOptions, SplitSource
 from solutions.selection import CROSS_VALIDATION, cv_fold_of, informative_graphs, plan_selection
 

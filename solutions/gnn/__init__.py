@@ -13,7 +13,7 @@ deduplicated and stored base-7 packed.
   the training loop and batched prediction;
 - ``ranker``: ``GNNRanker``, the ``RankingMethod`` the runner uses;
 - ``gst``: Graph Segment Training of layout graphs (``--param training=gst``);
-- ``distributed``: data-parallel training over ``torch.distributed`` (``torchrun -m solutions``).
+- data-parallel training over ``torch.distributed`` uses ``solutions.distributed`` (``torchrun -m solutions``).
 
 docs/training-at-scale.md describes the last two.
 """

@@ -52,8 +52,8 @@ from torch_geometric.nn import SAGEConv
 from competition.data.compact import LAYOUT_SLOTS
 from competition.data.graphs import MAX_OPCODE, NODE_FEAT_DIM, TILE_CONFIG_DIM
 from solutions.accel import segment
+from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.gnn.data import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW, LayoutInputs, TileBatch
-from solutions.scaling import NODE_FEAT_COLUMNS
 
 
 def mlp(sizes: list[int], *, dropout: float = 0.0) -> nn.Sequential:
@@ -75,7 +75,7 @@ class NodeEncoder(nn.Module):
         hidden: output width h.
         opcode_dim: width of the opcode embedding (ids 0..120; 0 = unknown).
 
-    Shapes: node_feat (n, 140) float32 (scaled, ``solutions.scaling``), node_opcode (n,) int64
+    Shapes: node_feat (n, 140) float32 (scaled, ``solutions.features.log_scale``), node_opcode (n,) int64
     -> (n, h).
     """
 
@@ -122,7 +122,7 @@ def output_slot_features(node_feat: torch.Tensor, digits: torch.Tensor) -> torch
     can learn this lookup from the digit embeddings and the node state, slowly; handing it the two
     looked-up values per slot makes it a linear fact.
 
-    Shapes: node_feat (R, 140) scaled (``solutions.scaling``), digits (R, 18) in 0..6 -> (R, 12):
+    Shapes: node_feat (R, 140) scaled (``solutions.features.log_scale``), digits (R, 18) in 0..6 -> (R, 12):
     6 log-sizes (0 where the slot is unset) then 6 flags "slot equals the node's default layout".
     """
     dims = node_feat[:, NODE_FEAT_COLUMNS["shape_dimensions"]]  # (R, 6) log1p(size), 0 = no dimension

@@ -16,7 +16,7 @@ from competition.collections import Collection, get_collection
 from competition.data.graphs import TILE_CONFIG_DIM, Graph, load_graph
 from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
-from solutions.gnn import distributed
+from solutions import distributed
 from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
 from solutions.gnn.model import LayoutRanker, TileRanker
 from solutions.gnn.train import GNNConfig, TrainResult, predict_layout, predict_tile, train
@@ -109,7 +109,7 @@ class GNNRanker:
     its embedding tables go under ``options.cache_dir`` when set, in memory otherwise); prediction is
     the same full-graph pass either way. ``save`` records the training mode.
 
-    In a torch.distributed run (``torchrun``, ``solutions.gnn.distributed``) ``fit`` loads only this
+    In a torch.distributed run (``torchrun``, ``solutions.distributed``) ``fit`` loads only this
     rank's shard of the train and valid graphs, says how many on stdout, and trains data-parallel.
     """
 

@@ -27,7 +27,7 @@ back-propagates through ``segments_per_step`` random segments of at most ``segme
 takes the other segments' pooled states from a table of historical values (``stale_dropout``: the
 chance that one is left out). Prediction and validation still run the full graph.
 
-**Several processes** (``solutions.gnn.distributed``; ``torchrun``): each rank trains on its shard
+**Several processes** (``solutions.distributed``; ``torchrun``): each rank trains on its shard
 of the graphs with the model wrapped in DistributedDataParallel; ranks take the same number of
 steps, and validation scores and stopping decisions are all-reduced, so every rank keeps the same
 weights.
@@ -47,8 +47,8 @@ import torch
 
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.progress import progress as progress_bar
+from solutions import distributed
 from solutions.gnn import data as gnn_data
-from solutions.gnn import distributed
 from solutions.gnn.data import LayoutExample, TileExample, tile_batch
 from solutions.gnn.gst import TRAINING_MODES, SegmentTraining, gst_layout_scores
 from solutions.gnn.model import FUSIONS, LayoutRanker, TileRanker, context_index
@@ -329,7 +329,7 @@ def train(
     this epoch and keep its weights (the learning-rate schedule still planned for every epoch), how a
     cross-validated epoch count is refitted.
 
-    In a torch.distributed run (``solutions.gnn.distributed``) the examples are this rank's shard;
+    In a torch.distributed run (``solutions.distributed``) the examples are this rank's shard;
     every rank must call ``train`` with the same settings.
     """
     tile = isinstance(model, TileRanker)

@@ -1,4 +1,4 @@
-"""solutions.compression: config deduplication, distinct (node, config) rows, compute-once-scatter-back."""
+"""solutions.dedup: config deduplication, distinct (node, config) rows, compute-once-scatter-back."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from benchmarks.realscale import write_nlp_npz
 from competition.data.compact import pack_layout_configs
 from competition.data.graphs import load_graph
-from solutions import compression
-from solutions.compression import (
+from solutions import dedup
+from solutions.dedup import (
     POLICIES,
     apply_unique,
     deduplicate_configs,
@@ -142,14 +142,14 @@ def test_hash_collisions_fall_back_to_the_exact_path(monkeypatch):
     runtimes = rng.integers(0, 1000, size=200)
     honest = deduplicate_configs(configs, runtimes)
     calls = []
-    exact = compression._unique_rows_exact
+    exact = dedup._unique_rows_exact
 
     def counted_exact(words):
         calls.append(1)
         return exact(words)
 
-    monkeypatch.setattr(compression, "_hash_rows", lambda words: np.zeros(words.shape[0], np.uint64))
-    monkeypatch.setattr(compression, "_unique_rows_exact", counted_exact)
+    monkeypatch.setattr(dedup, "_hash_rows", lambda words: np.zeros(words.shape[0], np.uint64))
+    monkeypatch.setattr(dedup, "_unique_rows_exact", counted_exact)
     colliding = deduplicate_configs(configs, runtimes)
     assert calls == [1]
     np.testing.assert_array_equal(honest.unique_index, colliding.unique_index)
@@ -272,5 +272,5 @@ def test_realscale_nlp_file_round_trip(tmp_path):
 
 def test_docstring_examples():
     """solutions/ is outside pytest's doctest paths (testpaths), so its examples run here."""
-    failed, attempted = doctest.testmod(compression)
+    failed, attempted = doctest.testmod(dedup)
     assert attempted > 0 and failed == 0
