@@ -218,7 +218,7 @@ import numpy as np, torch
 from benchmarks.bench_fusion import Stepper, Variant
 from benchmarks.realscale import xla_layout_graph
 from solutions.gnn.data import configurable_links, layout_example
-from solutions.runner import PeakMemory, _rss_reader
+from solutions.memory import PeakMemory, rss_reader
 fusion, attention, configs, repeats, device, loss = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), \
     int(sys.argv[4]), torch.device(sys.argv[5]), sys.argv[6]
 torch.set_num_threads(1)
@@ -233,7 +233,7 @@ stepper = Stepper(Variant(fusion, attention), configs, loss, "layout:xla:random"
 del links
 gc.collect()
 ctypes.CDLL("libc.so.6").malloc_trim(0)  # the generator's freed memory handed back: the step starts from here
-before = _rss_reader()()
+before = rss_reader()()
 if device.type == "cuda":
     torch.cuda.reset_peak_memory_stats(device)
     cuda_before = torch.cuda.memory_allocated(device)

@@ -7,7 +7,7 @@
    ``segments_per_step`` 1), each in a fresh child process whose peak resident memory
    (``ru_maxrss``) is read by a wrapper process of its own (``benchmarks.measure``); the process
    peak is dominated by generating the graph, so each child also samples its resident memory every
-   2 ms during the step (``solutions.runner.PeakMemory``, after ``malloc_trim`` handed the
+   2 ms during the step (``solutions.memory.PeakMemory``, after ``malloc_trim`` handed the
    generator's freed memory back) and reports the step's peak above the memory resident before
    it. A third child takes no step (the sampling's floor). Target: GST's step peak at least 10x
    smaller than the full-graph one.
@@ -47,7 +47,7 @@ from solutions.gnn.data import layout_example
 from solutions.gnn.gst import SegmentTraining
 from solutions.gnn.model import LayoutRanker
 from solutions.gnn.train import GNNConfig, _gst_step, _layout_step
-from solutions.runner import PeakMemory, _rss_reader
+from solutions.memory import PeakMemory, rss_reader
 mode, segment_size, configs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -75,7 +75,7 @@ def step():
 
 gc.collect()
 ctypes.CDLL("libc.so.6").malloc_trim(0)  # hand the generator's freed memory back: the step starts from here
-before = _rss_reader()()
+before = rss_reader()()
 started = time.perf_counter()
 with PeakMemory(interval=0.002) as memory:
     if mode != "none":

@@ -3,7 +3,6 @@
 Import from ``solutions.dedup`` instead; this alias will be removed in a later release.
 """
 
-import warnings
 
 from solutions.dedup import (  # noqa: F401
     DEFAULT_POLICY,
@@ -16,5 +15,3 @@ from solutions.dedup import (  # noqa: F401
     unique_row_index,
 )
 
-warnings.warn("solutions.compression is renamed solutions.dedup (it de-duplicates configs)",
-              DeprecationWarning, stacklevel=2)

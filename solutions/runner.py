@@ -24,7 +24,7 @@ some collections writes a file with only their rows: it is not a full Kaggle sub
 report says so), and only those rows are validated.
 
 Measurements per collection: fit and predict wall time, and the peak resident memory of the
-process while the collection ran (sampled every 20 ms, see ``PeakMemory``; ``tracemalloc`` misses
+process while the collection ran (sampled every 20 ms, see ``solutions.memory.PeakMemory``; ``tracemalloc`` misses
 torch's allocations).
 
 Under ``torchrun`` (``WORLD_SIZE`` > 1 in the environment; the gnn only) every process trains its
@@ -35,395 +35,52 @@ report there (None on the other ranks). The report's ``world_size`` says how man
 User errors (unknown method or collection, a data folder without the splits, a missing saved
 model, CUDA asked for but absent) raise ``SolveError`` with a message meant for the person at the
 keyboard; ``tpugraphs solve`` prints it and exits 2.
+
+The report classes live in ``solutions.report``, the memory sampling in ``solutions.memory`` and the
+checks made before any work in ``solutions.run_checks``; this module runs the steps.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import resource
-import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from competition.collections import COLLECTIONS, Collection, get_collection
-from competition.data.graphs import Graph, expected_from_data_dir, list_split
-from competition.data.locate import resolve_data_dir, split_dir
+from competition.collections import Collection
+from competition.data.graphs import Graph, expected_from_data_dir
 from competition.predictions import ranking_from_predictions, write_submission
 from competition.progress import progress as progress_bar
-from competition.stats import intervals
 from competition.stats.ensemble import blend_row
 from competition.submission import format_problems, validate_submission
 from solutions import model_store
-from solutions.method import FitOptions, MethodInfo, SavedModelError, SplitSource, get_method
+from solutions.memory import PeakMemory, process_peak_mb
+from solutions.method import FitOptions, MethodInfo, SavedModelError, SplitSource
+from solutions.report import BLEND, CollectionReport, SolveReport
+from solutions.run_checks import (
+    SolveError,
+    check_cache_dir,
+    check_device,
+    check_splits,
+    check_world,
+    collection_slug,
+    default_model_dir,
+    describe_params,
+    resolve_collections,
+    resolve_device,
+    resolve_method,
+    torchrun_world_size,
+)
 
 if TYPE_CHECKING:  # torch: imported for real only in torchrun runs
     from solutions.distributed import World
 
-KAGGLE_ROWS = 894
-INTERVAL_DRAWS = 2000  # bootstrap draws behind the validation intervals
-INTERVAL_CONFIDENCE = 0.95
 SEEDS_FILE = "seeds.json"  # in a collection's model folder when it holds one model per seed
-BLEND = "rank-mean"  # how seed ensembles blend (competition.stats.ensemble)
-
-
-class SolveError(Exception):
-    """A problem with how ``solve`` was called or with the data it was pointed at (not a bug)."""
-
-
-# --------------------------------------------------------------------------------------------------
-# Reports
-
-
-@dataclass
-class CollectionReport:
-    """What ``solve`` did on one collection."""
-
-    collection: str
-    metric: str  # "tile_slowdown" or "kendall_tau"
-    validation_score: float  # mean official per-graph score over the valid split
-    valid_graphs: int
-    test_graphs: int
-    fit_seconds: float  # 0.0 with predict_only (the model was loaded)
-    validate_seconds: float  # predicting and scoring the valid split
-    predict_seconds: float  # predicting the test split
-    peak_memory_mb: float  # peak resident memory of the process while this collection ran
-    model_path: Path | None  # where the fitted model was saved / loaded from
-    details: dict = field(default_factory=dict)  # method-specific facts (``method.summary()`` if it has one)
-    # Bootstrap interval of validation_score over the valid graphs (see SolveReport.add_intervals).
-    validation_ci_low: float = math.nan
-    validation_ci_high: float = math.nan
-    valid_graph_scores: list[float] = field(default_factory=list, repr=False)  # per graph, split order
-    # Seed ensembles: each seed's own validation score (str(seed) -> score); empty for a single model,
-    # whose validation_score is its own. With seeds, validation_score is the blend's.
-    seed_validation_scores: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class SolveReport:
-    """What ``solve`` did: one ``CollectionReport`` per collection and the submission it wrote."""
-
-    method: str
-    submission: Path
-    rows: int
-    collections: list[CollectionReport]
-    options: FitOptions
-    predict_only: bool
-    model_dir: Path
-    seconds: float  # wall time of the whole run
-    process_peak_memory_mb: float  # peak resident memory of the process since it started (getrusage)
-    validation_ci_low: float = math.nan  # bootstrap interval of validation_score (add_intervals)
-    validation_ci_high: float = math.nan
-    interval_draws: int = INTERVAL_DRAWS
-    interval_confidence: float = INTERVAL_CONFIDENCE
-    world_size: int = 1  # training processes (torchrun); 1 without torch.distributed
-    seeds: list[int] = field(default_factory=list)  # the seeds blended; [options.seed] for a single model
-
-    def add_intervals(self, *, draws: int = INTERVAL_DRAWS, seed: int = 0,
-                      confidence: float = INTERVAL_CONFIDENCE) -> None:
-        """Bootstrap intervals over the valid graphs, per collection and for the mean of collections."""
-        scored = {c.collection: c.valid_graph_scores for c in self.collections if c.valid_graph_scores}
-        if not scored:
-            return
-        overall, per_collection = intervals(scored, draws=draws, seed=seed, confidence=confidence)
-        for c in self.collections:
-            if c.collection in per_collection:
-                c.validation_ci_low = per_collection[c.collection].low
-                c.validation_ci_high = per_collection[c.collection].high
-        if len(scored) == len(self.collections):  # an overall interval only when every mean is known
-            self.validation_ci_low, self.validation_ci_high = overall.low, overall.high
-        self.interval_draws, self.interval_confidence = draws, confidence
-
-    @property
-    def complete(self) -> bool:
-        """Whether the submission covers all five collections (a full Kaggle submission)."""
-        return {c.collection for c in self.collections} == {c.name for c in COLLECTIONS}
-
-    @property
-    def validation_score(self) -> float:
-        """Unweighted mean of the collection scores (the final score when ``complete``)."""
-        return float(np.mean([c.validation_score for c in self.collections])) if self.collections else 0.0
-
-    def format_table(self) -> str:
-        """The per-collection table ``tpugraphs solve`` and ``make demo`` print."""
-        interval = f"{self.interval_confidence:.0%} interval"
-        head = (f"{'collection':<20} {'metric':<14} {'valid':>7} {interval:>18} {'graphs':>6} {'fit s':>7} "
-                f"{'predict s':>9} {'peak MB':>8}")
-        lines = [head, "-" * len(head)]
-        for c in self.collections:
-            lines.append(
-                f"{c.collection:<20} {c.metric:<14} {c.validation_score:>7.4f} "
-                f"{_interval_cell(c.validation_ci_low, c.validation_ci_high):>18} {c.valid_graphs:>6} "
-                f"{c.fit_seconds:>7.1f} {c.validate_seconds + c.predict_seconds:>9.1f} {c.peak_memory_mb:>8.0f}"
-            )
-        label = "final (mean of the five)" if self.complete else f"mean of {len(self.collections)} collection(s)"
-        lines.append(f"{label:<35} {self.validation_score:>7.4f} "
-                     f"{_interval_cell(self.validation_ci_low, self.validation_ci_high):>18}")
-        lines.append(f"{self.method}: {self.rows} rows written to {self.submission} in {self.seconds:.1f} s "
-                     f"(validation scores on the valid split; peak memory {self.process_peak_memory_mb:.0f} MB)")
-        lines += [f"{c.collection}: seeds " + ", ".join(f"{seed} {score:.4f}" for seed, score in
-                                                    c.seed_validation_scores.items())
-                  + f"; mean {np.mean(list(c.seed_validation_scores.values())):.4f}; "
-                    f"{BLEND} blend {c.validation_score:.4f}"
-                  for c in self.collections if c.seed_validation_scores]
-        lines += [f"{c.collection}: model selection {c.details['selection']['note']}"
-                  for c in self.collections if _selection_is_notable(c.details)]
-        if not self.complete:
-            lines.append(self.partial_note())
-        return "\n".join(lines)
-
-    def partial_note(self) -> str:
-        names = ", ".join(c.collection for c in self.collections)
-        return (f"note: {self.submission} covers only {names}; it is not a full Kaggle submission "
-                f"(that needs the rows of all five collections, {KAGGLE_ROWS} on Kaggle)")
-
-    def to_json_dict(self) -> dict:
-        def plain(value):
-            if isinstance(value, Path):
-                return str(value)
-            if isinstance(value, dict):
-                return {k: plain(v) for k, v in value.items()}
-            if isinstance(value, list | tuple):
-                return [plain(v) for v in value]
-            return value
-
-        return plain({
-            "method": self.method,
-            "submission": self.submission,
-            "rows": self.rows,
-            "complete": self.complete,
-            "validation_score": self.validation_score,
-            # Bootstrap over the valid graphs (resampled within each collection); null when unknown.
-            "validation_ci_low": _finite_or_none(self.validation_ci_low),
-            "validation_ci_high": _finite_or_none(self.validation_ci_high),
-            "interval_draws": self.interval_draws,
-            "interval_confidence": self.interval_confidence,
-            "seconds": self.seconds,
-            "process_peak_memory_mb": self.process_peak_memory_mb,
-            "predict_only": self.predict_only,
-            "world_size": self.world_size,
-            "model_dir": self.model_dir,
-            "options": asdict(self.options),
-            "seeds": self.seeds,
-            "collections": [{**asdict(c), "validation_ci_low": _finite_or_none(c.validation_ci_low),
-                             "validation_ci_high": _finite_or_none(c.validation_ci_high)}
-                            for c in self.collections],
-        })
-
-
-def _selection_is_notable(details: dict) -> bool:
-    """Whether a method's model selection left valid graphs out or fell back to cross-validation
-    (``solutions.selection``): the table then says so under the scores."""
-    selection = details.get("selection") if isinstance(details, dict) else None
-    return isinstance(selection, dict) and "note" in selection and (
-        selection.get("mode") != "valid" or selection.get("informative_graphs") != selection.get("valid_graphs"))
-
-
-def _finite_or_none(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-def _interval_cell(low: float, high: float) -> str:
-    return f"[{low:.4f}, {high:.4f}]" if math.isfinite(low) and math.isfinite(high) else "-"
-
-
-# --------------------------------------------------------------------------------------------------
-# Peak memory
-
-
-def _rss_reader() -> Callable[[], int] | None:
-    """A function giving the current resident set size in bytes, or None where none is available."""
-    try:
-        import psutil
-
-        process = psutil.Process()
-        return lambda: process.memory_info().rss
-    except ImportError:
-        pass
-    statm = Path("/proc/self/statm")
-    if statm.is_file():
-        page = os.sysconf("SC_PAGE_SIZE")
-        return lambda: int(statm.read_text().split()[1]) * page
-    return None
-
-
-def process_peak_mb() -> float:
-    """Peak resident memory of this process since it started (``getrusage``; KiB on Linux, bytes on macOS)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
-
-
-class PeakMemory:
-    """Peak resident memory while a block runs: ``with PeakMemory() as mem: ...; mem.peak_mb``.
-
-    A background thread samples the RSS every ``interval`` seconds (psutil, or /proc/self/statm);
-    it catches torch's and numpy's allocations, which ``tracemalloc`` does not see. Where no RSS
-    reader exists it falls back to the process peak (``getrusage``), which never goes down.
-    """
-
-    def __init__(self, interval: float = 0.02) -> None:
-        self.interval = interval
-        self.peak_bytes = 0
-        self._read = _rss_reader()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _sample(self) -> None:
-        self.peak_bytes = max(self.peak_bytes, self._read())
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._sample()
-
-    def __enter__(self) -> PeakMemory:
-        if self._read is not None:
-            self._sample()
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._sample()
-
-    @property
-    def peak_mb(self) -> float:
-        return self.peak_bytes / 2**20 if self._read is not None else process_peak_mb()
-
-
-# --------------------------------------------------------------------------------------------------
-# Checks
-
-
-def collection_slug(collection: Collection) -> str:
-    """Folder name of a collection's saved model: ``layout:xla:random`` -> ``layout_xla_random``."""
-    return model_store.slug(collection.name)
-
-
-def resolve_collections(names: Sequence[str] | None) -> tuple[Collection, ...]:
-    """The collections called ``names`` (all five when None or empty), in the usual order."""
-    if not names:
-        return COLLECTIONS
-    chosen = set()
-    for name in names:
-        try:
-            chosen.add(get_collection(name))
-        except ValueError as exc:
-            raise SolveError(str(exc)) from None
-    return tuple(c for c in COLLECTIONS if c in chosen)
-
-
-def describe_params(method: str) -> str:
-    """The ``--list-params`` text of a method: each setting, its default and its meaning."""
-    from solutions.params import format_params
-
-    info = resolve_method(method)
-    table = getattr(info.load_class(), "param_table", None)
-    if table is None:
-        return f"--method {info.name} has no settings (--param is not used)"
-    params, note = table()
-    return format_params(info.name, params, note)
-
-
-def resolve_method(name: str) -> MethodInfo:
-    try:
-        return get_method(name)
-    except ValueError as exc:
-        raise SolveError(str(exc)) from None
-
-
-def _check_splits(data_dir: str | Path, collections: Sequence[Collection], splits: Sequence[str]) -> Path:
-    """The data directory resolved (the CLI's one rule, ``resolve_data_dir``), with every split needed."""
-    try:
-        data_dir = resolve_data_dir(data_dir, "--data")
-    except FileNotFoundError as exc:
-        raise SolveError(str(exc)) from None
-    for collection in collections:
-        for split in splits:
-            try:
-                paths = list_split(data_dir, collection, split)
-            except FileNotFoundError as exc:
-                raise SolveError(str(exc)) from None
-            if not paths:
-                raise SolveError(f"{split_dir(data_dir, collection, split)}: no {split} graphs (*.npz) in this folder")
-    return data_dir
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; any other name is checked and kept."""
-    if device == "auto":
-        try:
-            import torch
-        except ImportError:
-            return "cpu"
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    _check_device(device)
-    return device
-
-
-def _check_device(device: str) -> None:
-    if device == "cpu":
-        return
-    try:
-        import torch
-    except ImportError:
-        raise SolveError(f"--device {device} needs torch, which is not installed; use --device cpu") from None
-    try:
-        parsed = torch.device(device)
-    except RuntimeError:
-        raise SolveError(f"unknown device {device!r}; use cpu, cuda or cuda:N") from None
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise SolveError(f"--device {device}: torch sees no CUDA GPU on this machine; use --device cpu")
-
-
-def _check_cache_dir(cache_dir: Path | None) -> None:
-    """The cache folder must be a folder this process can create and write (checked before any training)."""
-    if cache_dir is None:
-        return
-    if cache_dir.exists() and not cache_dir.is_dir():
-        raise SolveError(f"--cache-dir {cache_dir}: exists and is not a folder")
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SolveError(f"--cache-dir {cache_dir}: cannot create it ({exc.strerror})") from None
-    if not os.access(cache_dir, os.W_OK | os.X_OK):
-        raise SolveError(f"--cache-dir {cache_dir}: not writable by this user; choose another folder")
-
-
-def _torchrun_world_size() -> int:
-    """How many processes torchrun started (its ``WORLD_SIZE``); 1 outside torchrun."""
-    text = os.environ.get("WORLD_SIZE", "1")
-    try:
-        return max(1, int(text))
-    except ValueError:
-        raise SolveError(f"WORLD_SIZE={text!r} in the environment is not a process count") from None
-
-
-def _check_world(world_size: int, method: MethodInfo, predict_only: bool) -> None:
-    if world_size == 1:
-        return
-    if method.name != "gnn":
-        raise SolveError(f"{world_size} processes (torchrun) train the gnn only; run --method {method.name} "
-                         f"as one process (python -m solutions or tpugraphs solve)")
-    if predict_only:
-        raise SolveError("--predict-only trains nothing: run it as one process, not under torchrun")
-
-
-def _default_model_dir(out: Path) -> Path:
-    return out.with_name(out.stem + ".models") if out.suffix else out.with_name(out.name + ".models")
-
-
-# --------------------------------------------------------------------------------------------------
-# Scoring and prediction
 
 
 def _checked_predictions(method_name: str, collection: Collection, row_id: str, graph: Graph, predictions) -> np.ndarray:
@@ -622,15 +279,15 @@ def solve(
     if len(seeds) == 1:
         options = replace(options, seed=seeds[0])
     out = Path(out)
-    model_dir = Path(model_dir) if model_dir is not None else _default_model_dir(out)
-    data_dir = _check_splits(data_dir, chosen, ("valid", "test") if predict_only else ("train", "valid", "test"))
+    model_dir = Path(model_dir) if model_dir is not None else default_model_dir(out)
+    data_dir = check_splits(data_dir, chosen, ("valid", "test") if predict_only else ("train", "valid", "test"))
     if options.device == "auto":  # only a method that runs on a device pays for importing torch to look
         options = replace(options, device=resolve_device("auto") if info.uses_device else "cpu")
     else:
-        _check_device(options.device)
-    _check_cache_dir(options.cache_dir)
-    world_size = _torchrun_world_size()
-    _check_world(world_size, info, predict_only)
+        check_device(options.device)
+    check_cache_dir(options.cache_dir)
+    world_size = torchrun_world_size()
+    check_world(world_size, info, predict_only)
     saved_folders: dict[str, Path] = {}
     if predict_only:
         if params:
@@ -760,6 +417,7 @@ __all__ = [
     "SolveError",
     "SolveReport",
     "collection_slug",
+    "describe_params",
     "graph_score",
     "predict_rows",
     "solve",
