@@ -1,7 +1,7 @@
 """``tpugraphs submit SUB.csv``: send a submission to a leaderboard server of the kit, or to Kaggle.
 
 Both destinations validate with the kit's validator first where they can. The server upload uses
-``leaderboard.client`` (standard library only); ``--kaggle`` uses ``competition.data.kaggle_api`` and
+``competition.data.leaderboard_client`` (standard library only); ``--kaggle`` uses ``competition.data.kaggle_api`` and
 needs no part of the leaderboard. Standard library only at import time.
 """
 
@@ -72,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _submit_to_server(args: argparse.Namespace) -> int:
-    from competition.errors import UsageError
-    from leaderboard.client import (
+    from competition.data.leaderboard_client import (
         ServerRefused,
         ServerUnreachable,
         format_answer,
@@ -81,6 +80,7 @@ def _submit_to_server(args: argparse.Namespace) -> int:
         my_submissions,
         upload_submission,
     )
+    from competition.errors import UsageError
 
     if args.data is not None:
         raise UsageError("--data goes with --kaggle")
