@@ -9,7 +9,14 @@ and layout asks the task instead of branching on the collection's name:
 - the labels a solution carries (``check_normalizers``) and how they are prepared and scored
   (``prepare_labels``, ``score_graphs``, ``metric``),
 - turning predicted runtimes into a submission row (``row_from_predictions``) and the quantity a
-  model should rank (``ranking_target``).
+  model should rank (``ranking_target``),
+- what solutions may ask of a kind, as named capabilities: how many listed configs count
+  (``top_k``), how many configs a graph needs for its score to say anything (``informative_configs``),
+  whether configs are per configurable node (``config_per_node``: prunable, cached) and whether a model
+  may be selected by cross-validation when few valid graphs are informative (``cross_validates``).
+
+Code outside this module and the graph classes (``competition.data.graphs``) never tests a task's or a
+collection's name: it asks one of these.
 
 Adding a collection is one row of ``COLLECTIONS``; adding a task kind is one subclass of ``Task``.
 
@@ -61,9 +68,24 @@ class Task:
     npz_spec: NpzSpec = field(repr=False)
     has_normalizers: bool = field(repr=False)  # do solution rows carry Normalizers?
     config_per_node: bool = field(repr=False)  # one config row per configurable node (prunable, cached)
+    # Too few informative valid graphs: select a model by cross-validation over the train graphs
+    # instead (worth it where graphs are small and many, like tile kernels).
+    cross_validates: bool = field(default=False, repr=False)
 
     def __repr__(self) -> str:
         return f"Task({self.name!r})"
+
+    # -- capabilities solutions ask for -------------------------------------------------------------
+
+    @property
+    def top_k(self) -> int | None:
+        """How many listed configs the metric reads; None when it reads the whole ranking."""
+        return None
+
+    @property
+    def informative_configs(self) -> int:
+        """Fewest configs a graph needs for its score to say anything about a ranking."""
+        return 2  # one config ranks one way only
 
     # -- submission rows ---------------------------------------------------------------------------
 
@@ -126,6 +148,14 @@ class TileTask(Task):
     """Kernels with one 24-d config per run; a row lists the 5 configs predicted fastest."""
 
     k: int = TILE_TOP_K
+
+    @property
+    def top_k(self) -> int | None:
+        return self.k
+
+    @property
+    def informative_configs(self) -> int:
+        return self.k + 1  # with k or fewer configs the best is always listed: the score is 1.0
 
     def required_length(self, n_configs: int) -> int:
         return min(self.k, n_configs)
@@ -228,6 +258,7 @@ TILE = TileTask(
     },
     has_normalizers=True,
     config_per_node=False,
+    cross_validates=True,
 )
 LAYOUT = LayoutTask(
     name="layout",

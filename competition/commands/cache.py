@@ -28,10 +28,8 @@ examples:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from competition.collections import COLLECTIONS, SPLITS
+    from competition.collections import SPLITS
 
-    # Named from the table, not the task objects: building the parser must not import numpy.
-    layout_names = [c.name for c in COLLECTIONS if c.name.startswith("layout:")]
     parser = subparsers.add_parser(
         "cache", help=HELP, description=HELP + ".", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -39,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data", required=True, metavar="DIR", help="data directory in the Kaggle layout")
     parser.add_argument("--out", required=True, metavar="CACHE", help="cache folder (created if needed)")
     parser.add_argument("--collection", nargs="+", metavar="C",
-                        help=f"only these layout collections (default: all four): {', '.join(layout_names)}")
+                        help="only these collections (default: every one whose configs are per node, the "
+                             "layout ones)")
     parser.add_argument("--split", nargs="+", choices=SPLITS, metavar="S",
                         help=f"only these splits (default: every split present): {', '.join(SPLITS)}")
     parser.add_argument("--force", action="store_true", help="rebuild caches that are still fresh")

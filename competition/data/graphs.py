@@ -13,23 +13,39 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from competition.collections import COLLECTIONS, Collection, Split
 from competition.data.locate import resolve_data_dir, split_dir
 from competition.errors import DataFormatError
-from competition.tasks import LAYOUT, LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM, get_task
+from competition.tasks import (
+    LAYOUT,
+    LAYOUT_CONFIG_DIM,
+    NODE_FEAT_DIM,
+    TASKS,
+    TILE,
+    TILE_CONFIG_DIM,
+    Task,
+    get_task,
+)
 
 __all__ = ["LAYOUT_CONFIG_DIM", "LAYOUT_SPEC", "MAX_OPCODE", "NODE_FEAT_DIM", "TILE_CONFIG_DIM", "TILE_SPEC",
-           "Graph", "LayoutGraph", "TileGraph", "check_array", "expected_from_data_dir", "graph_kind", "iter_split",
-           "list_split", "load_graph", "read_config_count", "save_graph"]
+           "Graph", "LayoutGraph", "TileGraph", "check_array", "expected_from_data_dir", "graph_class", "graph_kind",
+           "iter_split", "list_split", "load_graph", "read_config_count", "save_graph"]
 
 MAX_OPCODE = 120
+
+# task name -> the graph class of its files; a graph class names its task and registers itself here.
+_GRAPH_CLASSES: dict[str, type[_GraphBase]] = {}
 
 
 @dataclass
 class _GraphBase:
+    """What every graph holds; a subclass per task kind adds its config arrays and names its ``task``."""
+
+    task: ClassVar[Task]
     # Shapes: n nodes, m edges, c configs.
     node_feat: np.ndarray  # (n, 140) float32
     node_opcode: np.ndarray  # (n,) uint8, 1..120 (0 = unknown)
@@ -48,15 +64,48 @@ class _GraphBase:
     def num_configs(self) -> int:
         return int(self.config_runtime.shape[0])
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "task" in cls.__dict__:  # the class of a kind's files (not a view such as the cached graph)
+            _GRAPH_CLASSES[cls.task.name] = cls
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays under their npz keys."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def configs(self) -> np.ndarray:
+        """The config tensor (the task's ``config_key``), configs on the first axis."""
+        return getattr(self, self.task.config_key)
+
+    @property
+    def normalizers(self) -> np.ndarray | None:
+        """The per-config normalizers the metric divides by; None when the task has none."""
+        return None
+
+    @property
+    def num_configurable_nodes(self) -> int | None:
+        """How many nodes carry a per-node config; None when configs are per graph."""
+        return None
+
+    def ranking_target(self) -> np.ndarray:
+        """(c,) the quantity the task's metric ranks (lower = faster)."""
+        return self.task.ranking_target(self.config_runtime, self.normalizers)
+
+    def select_configs(self, configs: np.ndarray):
+        """The same graph keeping only ``configs`` (indices into the config axis)."""
+        configs = np.asarray(configs, dtype=np.int64)
+        per_config = {f.name for f in fields(self) if f.name in self.task.npz_spec
+                      and self.task.npz_spec[f.name][1][:1] == ("c",)}
+        return type(self)(**{name: value[configs] if name in per_config else value
+                             for name, value in self.arrays().items()})
 
 
 @dataclass
 class TileGraph(_GraphBase):
     """A tile-collection kernel: one 24-d configuration per run."""
 
+    task: ClassVar[Task] = TILE
     config_feat: np.ndarray  # (c, 24) float32: kernel/output/input tile bounds
     config_runtime_normalizers: np.ndarray  # (c,) int64: runtime of the default config
 
@@ -74,14 +123,10 @@ class TileGraph(_GraphBase):
 class LayoutGraph(_GraphBase):
     """A layout-collection graph: one 18-d configuration per configurable node per run."""
 
+    task: ClassVar[Task] = LAYOUT
     node_config_feat: np.ndarray  # (c, nc, 18) float32, values in {-1..5}
     node_config_ids: np.ndarray  # (nc,) int64: node positions of the configurable nodes
     node_splits: np.ndarray  # (1, k) int64: start offsets of HLO computations
-
-    @property
-    def normalizers(self) -> None:
-        """Layout graphs carry no normalizers."""
-        return None
 
     @property
     def num_configurable_nodes(self) -> int:
@@ -162,16 +207,32 @@ def _fmt(pattern: tuple) -> str:
     return "(" + ", ".join(str(p) for p in pattern) + ")"
 
 
+def graph_class(task: Task | str) -> type[Graph]:
+    """The graph class of a task's files (``TileGraph`` for ``tile``, ...)."""
+    name = task if isinstance(task, str) else task.name
+    try:
+        return _GRAPH_CLASSES[name]
+    except KeyError:
+        raise ValueError(f"no graph class for task {name!r}; expected one of {', '.join(_GRAPH_CLASSES)}") from None
+
+
+def kind_from_keys(path: Path, keys: Iterable[str], *, absent_note: str = "") -> str:
+    """The task name whose config key is among an npz file's ``keys``; DataFormatError naming them otherwise."""
+    keys = set(keys)
+    found = [task.name for task in TASKS.values() if task.config_key in keys]
+    if len(found) != 1:
+        wanted = " nor ".join(f"{task.config_key!r} ({task.name})" for task in TASKS.values())
+        raise DataFormatError(path, f"neither {wanted} is present{absent_note}" if not found else
+                              f"config keys of several kinds ({', '.join(found)}) are present")
+    return found[0]
+
+
 def graph_kind(path: str | Path) -> str:
-    """``'tile'`` or ``'layout'`` judged from the keys of an npz file."""
+    """The task name of an npz file (``'tile'``, ``'layout'``) judged from its keys."""
     path = Path(path)
     with _open_npz(path) as npz:
         keys = set(npz.files)
-    if "node_config_feat" in keys:
-        return "layout"
-    if "config_feat" in keys:
-        return "tile"
-    raise DataFormatError(path, "neither 'config_feat' (tile) nor 'node_config_feat' (layout) is present")
+    return kind_from_keys(path, keys)
 
 
 def load_graph(path: str | Path, kind: str | None = None) -> Graph:
@@ -184,7 +245,7 @@ def load_graph(path: str | Path, kind: str | None = None) -> Graph:
     path = Path(path)
     kind = kind or graph_kind(path)
     spec = get_task(kind).npz_spec
-    cls = TileGraph if kind == "tile" else LayoutGraph
+    cls = graph_class(kind)
     sizes: dict[str, int] = {}
     values: dict[str, np.ndarray] = {}
     with _open_npz(path) as npz:

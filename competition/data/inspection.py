@@ -27,7 +27,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from competition.data.graphs import check_header, check_order
+from competition.data.graphs import check_header, check_order, kind_from_keys
 from competition.data.npz import load_npz_member, read_exactly, read_npy_header
 from competition.errors import DataFormatError
 from competition.tasks import get_task
@@ -140,15 +140,9 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
         raise DataFormatError(path, f"not an npz (zip) archive: {exc}") from None
     with archive:
         members = {info.filename[: -len(".npy")]: info for info in archive.infolist() if info.filename.endswith(".npy")}
-        if "node_config_feat" in members:
-            kind = "layout"
-        elif "config_feat" in members:
-            kind = "tile"
-        else:
-            raise DataFormatError(
-                path, "neither 'config_feat' (tile) nor 'node_config_feat' (layout) is present: not a TpuGraphs graph"
-            )
-        spec = get_task(kind).npz_spec
+        kind = kind_from_keys(path, members, absent_note=": not a TpuGraphs graph")
+        task = get_task(kind)
+        spec = task.npz_spec
         missing = [key for key in spec if key not in members]
         if missing:
             raise DataFormatError(path, f"missing key(s) {', '.join(missing)} of a {kind} graph")
@@ -167,7 +161,7 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
         runtime = load_npz_member(archive, members["config_runtime"], path, "config_runtime")
         if runtime.ndim != 1:
             raise DataFormatError(path, f"array 'config_runtime' has shape {runtime.shape}, expected (c,)")
-        config_key = "node_config_feat" if kind == "layout" else "config_feat"
+        config_key = task.config_key
         with archive.open(members[config_key]) as fp:
             shape, fortran_order, dtype = read_npy_header(fp, path, config_key)
             if len(shape) < 1 or shape[0] != len(runtime):
@@ -185,7 +179,9 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
 
     nodes = arrays["node_opcode"].shape[0] if arrays["node_opcode"].shape else 0
     edges = arrays["edge_index"].shape[0] if arrays["edge_index"].shape else 0
-    configurable = arrays["node_config_ids"].shape[0] if kind == "layout" and arrays["node_config_ids"].shape else None
+    # The count of configurable nodes is the config tensor's second axis where configs are per node.
+    config_shape = arrays[task.config_key].shape
+    configurable = config_shape[1] if task.config_per_node and len(config_shape) > 1 else None
     hidden = bool(len(runtime)) and not runtime.any()
     low = high = ratio = None
     if len(runtime) and not hidden:

@@ -39,7 +39,6 @@ from competition.scoring import (
     graph_scores,
 )
 from competition.submission import validate_submission
-from competition.tasks import TILE_TOP_K
 
 DEFAULT_DRAWS = 2000
 DEFAULT_CONFIDENCE = 0.95
@@ -244,9 +243,14 @@ class Report:
 
     @property
     def tile_best_in_top5(self) -> float | None:
-        """Share of tile graphs whose fastest config was among the first 5 listed (score exactly 1)."""
-        tile = self.scores.collections.get("tile:xla")
-        return None if tile is None else float(np.mean(tile.scores == 1.0))
+        """Share of top-k graphs (tile) whose fastest config was among the first k listed (score exactly 1);
+        None without a collection whose task scores a top k."""
+        top_k = self._top_k_collections()
+        return float(np.mean(np.concatenate([c.scores for c in top_k.values()]) == 1.0)) if top_k else None
+
+    def _top_k_collections(self) -> dict:
+        """The scored collections whose task reads only the first k listed configs (tile), by name."""
+        return {name: c for name, c in self.scores.collections.items() if COLLECTION_BY_NAME[name].task.top_k}
 
     def per_graph(self) -> list[dict]:
         """Every graph, worst first (lowest score; ties in solution order)."""
@@ -291,7 +295,9 @@ class Report:
         lines.append(f"{'final (mean of collections)':<42} {self.overall.estimate:>8.4f} "
                      f"{_interval_text(self.overall):>20}")
         if self.tile_best_in_top5 is not None:
-            lines.append(f"tile:xla graphs whose fastest config is in the top {TILE_TOP_K}: "
+            top_k = self._top_k_collections()
+            k = max(COLLECTION_BY_NAME[name].task.top_k for name in top_k)
+            lines.append(f"{', '.join(top_k)} graphs whose fastest config is in the top {k}: "
                          f"{self.tile_best_in_top5:.1%}")
         graphs = self.per_graph()
         if worst > 0 and graphs:
