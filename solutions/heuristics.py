@@ -79,6 +79,10 @@ def layout_cost(graph: Graph) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
+# The rule of each task kind, by task name.
+COST_RULES = {"tile": tile_cost, "layout": layout_cost}
+
+
 class HeuristicMethod:
     """The rule of thumb above as a ``RankingMethod``: same predictions whatever it was fitted on."""
 
@@ -89,8 +93,13 @@ class HeuristicMethod:
         """Nothing to learn (the rule uses no runtimes)."""
 
     def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
-        """(c,) float64 log of the estimated cost, lower = faster."""
-        cost = tile_cost(graph) if isinstance(graph, TileGraph) else layout_cost(graph)
+        """(c,) float64 log of the estimated cost, lower = faster.
+
+        A task kind without a rule in ``COST_RULES`` gets the same cost for every config: the ranking is
+        then the config order, a valid row whatever the kind.
+        """
+        rule = COST_RULES.get(graph.task.name)
+        cost = rule(graph) if rule is not None else np.zeros(graph.num_configs)
         return np.log1p(np.nan_to_num(cost, nan=0.0, posinf=np.finfo(np.float64).max))
 
     def save(self, path: Path) -> None:

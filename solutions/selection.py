@@ -30,9 +30,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from competition.tasks import TILE_TOP_K
+from competition.tasks import TILE, Task
 
-MIN_SELECTION_CONFIGS = TILE_TOP_K + 1  # a tile kernel with <= 5 configs always scores 1.0
+MIN_SELECTION_CONFIGS = TILE.informative_configs  # a tile kernel with <= 5 configs always scores 1.0
 MIN_SELECTION_GRAPHS = 5  # fewer informative valid graphs than this: cross-validate on train instead
 CV_FOLDS = 4
 
@@ -40,19 +40,19 @@ VALID = "valid"
 CROSS_VALIDATION = "cross-validation"
 
 
-def min_configs(*, tile: bool) -> int:
-    """Fewest configs a graph needs for its score to say anything about the model."""
-    return MIN_SELECTION_CONFIGS if tile else 2
+def min_configs(task: Task) -> int:
+    """Fewest configs a graph needs for its score to say anything about the model (the task's rule)."""
+    return task.informative_configs
 
 
-def informative_graphs(config_counts: Sequence[int], *, tile: bool) -> np.ndarray:
+def informative_graphs(config_counts: Sequence[int], task: Task) -> np.ndarray:
     """(g,) bool: which graphs count for model selection.
 
-    >>> informative_graphs([3, 6, 5, 40], tile=True).tolist()
+    >>> informative_graphs([3, 6, 5, 40], TILE).tolist()
     [False, True, False, True]
     """
     counts = np.asarray(config_counts, dtype=np.int64).reshape(-1)
-    return counts >= min_configs(tile=tile)
+    return counts >= min_configs(task)
 
 
 @dataclass(frozen=True)
@@ -69,21 +69,22 @@ class SelectionPlan:
         return asdict(self)
 
 
-def plan_selection(config_counts: Sequence[int], *, tile: bool,
+def plan_selection(config_counts: Sequence[int], task: Task,
                    min_graphs: int = MIN_SELECTION_GRAPHS) -> SelectionPlan:
-    """Select on the informative valid graphs, or (tile) cross-validate when fewer than ``min_graphs`` remain.
+    """Select on the informative valid graphs, or cross-validate when fewer than ``min_graphs`` remain
+    and the task allows it (``Task.cross_validates``: tile).
 
-    >>> plan_selection([2, 3, 4, 9], tile=True).mode
+    >>> plan_selection([2, 3, 4, 9], TILE).mode
     'cross-validation'
-    >>> plan_selection([10] * 5, tile=True).mode
+    >>> plan_selection([10] * 5, TILE).mode
     'valid'
     """
-    mask = informative_graphs(config_counts, tile=tile)
-    used, offered, need = int(mask.sum()), int(mask.size), min_configs(tile=tile)
+    mask = informative_graphs(config_counts, task)
+    used, offered, need = int(mask.sum()), int(mask.size), min_configs(task)
     ignored = offered - used
-    if used == 0 and not tile:
+    if used == 0 and not task.cross_validates:
         return SelectionPlan(VALID, offered, used, need, "no valid graph to select on: the last round or epoch is kept")
-    if used >= min_graphs or not tile:
+    if used >= min_graphs or not task.cross_validates:
         note = (f"selected on {used} valid graphs" + (f" ({ignored} with fewer than {need} configs ignored: "
                                                         f"their score is nearly constant)" if ignored else ""))
         return SelectionPlan(VALID, offered, used, need, note)
@@ -102,11 +103,11 @@ def cv_fold_of(graph_count: int, rng: np.random.Generator, folds: int = CV_FOLDS
 Example = TypeVar("Example")
 
 
-def selection_examples(examples: Sequence[Example], *, tile: bool) -> list[Example]:
+def selection_examples(examples: Sequence[Example], task: Task) -> list[Example]:
     """The labeled examples the gnn selects its epoch on: informative ones, or all when none is.
 
     An example has ``runtime`` (a tensor or array of its kept configs' runtimes, None if unlabeled).
     """
     labeled = [e for e in examples if getattr(e, "runtime", None) is not None]
-    kept = [e for e in labeled if len(e.runtime) >= min_configs(tile=tile)]
+    kept = [e for e in labeled if len(e.runtime) >= min_configs(task)]
     return kept or labeled

@@ -20,6 +20,8 @@ from competition.data.hlo import OPCODE_IDS
 from competition.data.locate import split_dir
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import ranking_from_predictions
+from competition.tasks import LAYOUT as LAYOUT_TASK
+from competition.tasks import TILE as TILE_TASK
 from solutions.baselines import RandomMethod
 from solutions.features.engineered import (
     WINNER_FEATURE_NAMES,
@@ -428,17 +430,17 @@ def _saved_first_round(ranker: GBDTRanker, path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("counts, tile, mode, used", [
-    ([], True, CROSS_VALIDATION, 0),
-    ([5, 5, 5, 5, 5, 5], True, CROSS_VALIDATION, 0),
-    ([6, 6, 6, 6, 6], True, VALID, 5),
-    ([6, 6, 6, 6, 2], True, CROSS_VALIDATION, 4),
-    ([2, 2, 2, 2, 2], False, VALID, 5),
-    ([1, 2, 2, 2, 2], False, VALID, 4),  # layout keeps its valid split
-    ([], False, VALID, 0),
+@pytest.mark.parametrize("counts, task, mode, used", [
+    ([], TILE_TASK, CROSS_VALIDATION, 0),
+    ([5, 5, 5, 5, 5, 5], TILE_TASK, CROSS_VALIDATION, 0),
+    ([6, 6, 6, 6, 6], TILE_TASK, VALID, 5),
+    ([6, 6, 6, 6, 2], TILE_TASK, CROSS_VALIDATION, 4),
+    ([2, 2, 2, 2, 2], LAYOUT_TASK, VALID, 5),
+    ([1, 2, 2, 2, 2], LAYOUT_TASK, VALID, 4),  # layout keeps its valid split
+    ([], LAYOUT_TASK, VALID, 0),
 ])
-def test_plan_selection_table(counts: list[int], tile: bool, mode: str, used: int):
-    plan = plan_selection(counts, tile=tile)
+def test_plan_selection_table(counts: list[int], task, mode: str, used: int):
+    plan = plan_selection(counts, task)
     assert (plan.mode, plan.informative_graphs, plan.valid_graphs) == (mode, used, len(counts))
 
 

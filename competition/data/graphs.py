@@ -97,7 +97,7 @@ class _GraphBase:
         configs = np.asarray(configs, dtype=np.int64)
         per_config = {f.name for f in fields(self) if f.name in self.task.npz_spec
                       and self.task.npz_spec[f.name][1][:1] == ("c",)}
-        return type(self)(**{name: value[configs] if name in per_config else value
+        return graph_class(self.task)(**{name: value[configs] if name in per_config else value
                              for name, value in self.arrays().items()})
 
 

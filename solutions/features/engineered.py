@@ -172,18 +172,31 @@ def _entry_root(graph: Graph) -> int:
 # Graph-level features
 
 
+# Graph facts of each task kind beyond the shared ones, by task name (``feature_kinds`` lists the kinds).
+_GRAPH_NAMES_OF_KIND = {
+    "tile": [*(f"output_dim_{i}" for i in range(MAX_DIMS)),
+             "output_rank", "log_output_elements", "log_output_bytes", "log_parameter_elements"],
+    "layout": ["log_configurable", "configurable_fraction", "log_computations",
+               *(f"configurable_{kind}" for kind in CONFIGURABLE_KINDS), "log_configurable_elements"],
+}
+
+
+def feature_kinds() -> tuple[str, ...]:
+    """The task kinds (task names) these features describe."""
+    return tuple(_GRAPH_NAMES_OF_KIND)
+
+
+def _check_kind(task: str) -> None:
+    if task not in _GRAPH_NAMES_OF_KIND:
+        raise ValueError(f"no engineered features for {task} graphs; they describe {', '.join(feature_kinds())}")
+
+
 def graph_feature_names(task: str) -> list[str]:
+    _check_kind(task)
     names = ["log_nodes", "log_edges", "edges_per_node", "log_total_elements", "log_total_bytes",
              "log_max_elements", "log_conv_dot_elements"]
     names += [f"opcode_count_{op}" for op in GRAPH_OPCODES]
-    if task == "tile":
-        names += [f"output_dim_{i}" for i in range(MAX_DIMS)]
-        names += ["output_rank", "log_output_elements", "log_output_bytes", "log_parameter_elements"]
-    else:
-        names += ["log_configurable", "configurable_fraction", "log_computations"]
-        names += [f"configurable_{kind}" for kind in CONFIGURABLE_KINDS]
-        names += ["log_configurable_elements"]
-    return names
+    return names + _GRAPH_NAMES_OF_KIND[task]
 
 
 def graph_features(graph: Graph) -> np.ndarray:
@@ -197,21 +210,33 @@ def graph_features(graph: Graph) -> np.ndarray:
     values = [np.log1p(n), np.log1p(m), m / max(n, 1), _log(elements.sum()), _log(nbytes.sum()),
               _log(elements.max(initial=0.0)), _log(elements[heavy].sum())]
     values += [np.log1p(counts[OPCODE_IDS[op]]) for op in GRAPH_OPCODES]
-    if isinstance(graph, TileGraph):
-        root = _entry_root(graph) if n else None
-        is_param = opcodes == OPCODE_IDS["parameter"]
-        if root is None:
-            values += [0.0] * MAX_DIMS + [0.0, 0.0, 0.0, 0.0]
-        else:
-            values += list(_log(dims[root])) + [rank[root], _log(elements[root]), _log(nbytes[root])]
-            values += [_log(elements[is_param].sum())]
-    else:
-        nc = graph.num_configurable_nodes
-        kinds = opcodes[graph.node_config_ids]
-        values += [np.log1p(nc), nc / max(n, 1), np.log1p(graph.computation_starts.shape[0])]
-        values += [np.log1p((kinds == OPCODE_IDS[kind]).sum()) for kind in CONFIGURABLE_KINDS]
-        values += [_log(elements[graph.node_config_ids].sum())]
+    _check_kind(graph.task.name)
+    values += _GRAPH_FACTS_OF_KIND[graph.task.name](graph, dims, elements, rank, nbytes, opcodes)
     return _finite(np.asarray(values, dtype=np.float64))
+
+
+def _tile_graph_facts(graph: TileGraph, dims: np.ndarray, elements: np.ndarray, rank: np.ndarray,
+                      nbytes: np.ndarray, opcodes: np.ndarray) -> list:
+    """The kernel's output (the entry computation's root) and its parameters."""
+    root = _entry_root(graph) if graph.num_nodes else None
+    if root is None:
+        return [0.0] * MAX_DIMS + [0.0, 0.0, 0.0, 0.0]
+    is_param = opcodes == OPCODE_IDS["parameter"]
+    return (list(_log(dims[root])) + [rank[root], _log(elements[root]), _log(nbytes[root])]
+            + [_log(elements[is_param].sum())])
+
+
+def _layout_graph_facts(graph: LayoutGraph, dims: np.ndarray, elements: np.ndarray, rank: np.ndarray,
+                        nbytes: np.ndarray, opcodes: np.ndarray) -> list:
+    """The configurable nodes: how many, of which kinds, how large; the computations."""
+    nc, n = graph.num_configurable_nodes, graph.num_nodes
+    kinds = opcodes[graph.node_config_ids]
+    values = [np.log1p(nc), nc / max(n, 1), np.log1p(graph.computation_starts.shape[0])]
+    values += [np.log1p((kinds == OPCODE_IDS[kind]).sum()) for kind in CONFIGURABLE_KINDS]
+    return values + [_log(elements[graph.node_config_ids].sum())]
+
+
+_GRAPH_FACTS_OF_KIND = {"tile": _tile_graph_facts, "layout": _layout_graph_facts}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -717,11 +742,29 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 # The full matrix
 
 
+def _config_feature_names(settings: FeatureSettings) -> list[str]:
+    _check_kind(settings.task)
+    return {"tile": tile_feature_names,
+            "layout": lambda: layout_feature_names() + (WINNER_FEATURE_NAMES if settings.winner_features else [])
+            }[settings.task]()
+
+
+def _tile_config_features(graph: TileGraph, settings: FeatureSettings, configs: np.ndarray | None) -> np.ndarray:
+    return tile_features(graph if configs is None else graph.select_configs(configs))
+
+
+def _layout_config_features(graph: LayoutGraph, settings: FeatureSettings, configs: np.ndarray | None) -> np.ndarray:
+    return layout_features(graph, layout_context(graph), configs=configs,
+                           collapse_tied_nodes=settings.collapse_tied_nodes,
+                           winner_features=settings.winner_features)
+
+
+_CONFIG_FEATURES_OF_KIND = {"tile": _tile_config_features, "layout": _layout_config_features}
+
+
 def feature_names(settings: FeatureSettings) -> list[str]:
     """Column names of ``config_features`` under ``settings``."""
-    config = tile_feature_names() if settings.task == "tile" else layout_feature_names()
-    if settings.task != "tile" and settings.winner_features:
-        config = config + WINNER_FEATURE_NAMES
+    config = _config_feature_names(settings)
     names = [f"graph_{name}" for name in graph_feature_names(settings.task)] + config
     if settings.center_per_graph:
         names += [f"{name}_centered" for name in config]
@@ -737,16 +780,10 @@ def config_features(graph: Graph, settings: FeatureSettings, *, configs: np.ndar
         configs: optional (c',) indices of the configs to featurize (default: all); the per-graph
             centring uses the mean over exactly these configs.
     """
-    is_tile = isinstance(graph, TileGraph)
-    if is_tile != (settings.task == "tile"):
-        raise ValueError(f"a {'tile' if is_tile else 'layout'} graph given to {settings.task} features")
-    if is_tile:
-        subset = graph if configs is None else _select_tile_configs(graph, configs)
-        config = tile_features(subset)
-    else:
-        config = layout_features(graph, layout_context(graph), configs=configs,
-                                 collapse_tied_nodes=settings.collapse_tied_nodes,
-                                 winner_features=settings.winner_features)
+    if graph.task.name != settings.task:
+        raise ValueError(f"a {graph.task.name} graph given to {settings.task} features")
+    _check_kind(settings.task)
+    config = _CONFIG_FEATURES_OF_KIND[settings.task](graph, settings, configs)
     shared = np.broadcast_to(graph_features(graph), (config.shape[0], len(graph_feature_names(settings.task))))
     blocks = [shared, config]
     if settings.center_per_graph:
@@ -755,23 +792,6 @@ def config_features(graph: Graph, settings: FeatureSettings, *, configs: np.ndar
     return np.clip(np.concatenate(blocks, axis=1), -FEATURE_LIMIT, FEATURE_LIMIT).astype(np.float32)
 
 
-def _select_tile_configs(graph: TileGraph, configs: np.ndarray) -> TileGraph:
-    return TileGraph(
-        node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
-        config_runtime=graph.config_runtime[configs], config_feat=graph.config_feat[configs],
-        config_runtime_normalizers=graph.config_runtime_normalizers[configs],
-    )
-
-
-def _select_layout_configs(graph: LayoutGraph, configs: np.ndarray) -> LayoutGraph:
-    return LayoutGraph(
-        node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
-        config_runtime=graph.config_runtime[configs], node_config_feat=graph.node_config_feat[configs],
-        node_config_ids=graph.node_config_ids, node_splits=graph.node_splits,
-    )
-
-
 def select_configs(graph: Graph, configs: np.ndarray) -> Graph:
-    """The same graph keeping only ``configs`` (indices into its config axis)."""
-    configs = np.asarray(configs, dtype=np.int64)
-    return _select_tile_configs(graph, configs) if isinstance(graph, TileGraph) else _select_layout_configs(graph, configs)
+    """The same graph keeping only ``configs`` (indices into its config axis; ``Graph.select_configs``)."""
+    return graph.select_configs(configs)

@@ -77,8 +77,8 @@ import numpy as np
 
 from competition.collections import Collection
 from competition.data.compact import pack_layout_vector_codes
-from competition.data.graphs import Graph, TileGraph
-from competition.tasks import TILE_TOP_K
+from competition.data.graphs import Graph
+from competition.tasks import Task, get_task
 from solutions.dedup import deduplicate_configs
 from solutions.features.engineered import FeatureSettings, config_features, feature_names
 from solutions.method import FitOptions, SplitSource
@@ -136,9 +136,10 @@ class GBDTSettings:
                 raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
 
     @classmethod
-    def for_task(cls, task: str) -> GBDTSettings:
-        if task == "tile":
-            return cls(label_levels=30, linear_gain=False, ndcg_at=TILE_TOP_K, max_configs_per_graph=1000,
+    def for_task(cls, task: Task | str) -> GBDTSettings:
+        top_k = (get_task(task) if isinstance(task, str) else task).top_k
+        if top_k is not None:  # a metric of the top k listed (tile): NDCG at k
+            return cls(label_levels=30, linear_gain=False, ndcg_at=top_k, max_configs_per_graph=1000,
                        query_size=None)
         return cls()
 
@@ -225,9 +226,7 @@ class _Queries:
 
 
 def _tile_target(graph: Graph) -> np.ndarray:
-    if isinstance(graph, TileGraph):
-        return graph.config_runtime / graph.config_runtime_normalizers
-    return graph.config_runtime.astype(np.float64)
+    return graph.ranking_target()  # tile: runtime / normalizer; layout: the runtime
 
 
 def _config_keys(graph: Graph) -> np.ndarray:
@@ -236,7 +235,7 @@ def _config_keys(graph: Graph) -> np.ndarray:
     Layout codes are packed a chunk of configs at a time, so a memory-mapped cached graph is never
     read whole (the same groups as deduplicating the (c, nc, 18) tensor itself).
     """
-    return graph.config_feat if isinstance(graph, TileGraph) else pack_layout_vector_codes(graph.node_config_feat)
+    return pack_layout_vector_codes(graph.configs) if graph.task.config_per_node else graph.configs
 
 
 class GBDTRanker:
@@ -301,9 +300,8 @@ class GBDTRanker:
                     int(train_rows.sizes.sum()), len(train_rows), int(valid_rows.sizes.sum()),
                     time.perf_counter() - started)
         # Only graphs whose score depends on the model choose the round (solutions.selection).
-        tile = not collection.task.config_per_node
-        plan = plan_selection(valid_rows.sizes, tile=tile)
-        valid_rows = valid_rows.subset(np.flatnonzero(informative_graphs(valid_rows.sizes, tile=tile)))
+        plan = plan_selection(valid_rows.sizes, collection.task)
+        valid_rows = valid_rows.subset(np.flatnonzero(informative_graphs(valid_rows.sizes, collection.task)))
         self.selection = plan.to_json()
         self.history = {}
         rounds = settings.num_boost_round
@@ -441,8 +439,8 @@ class GBDTRanker:
             rows.labels.append(within_graph_percentile(target) if self.settings.objective in EXACT_ORDER_LABELS
                                else relevance_labels(target, self.settings.label_levels))
             rows.runtimes.append(runtime)
-            rows.normalizers.append(graph.config_runtime_normalizers[configs] if isinstance(graph, TileGraph)
-                                    else np.ones_like(runtime))
+            rows.normalizers.append(np.ones_like(runtime) if graph.normalizers is None
+                                    else graph.normalizers[configs])
             rows.graphs.append(graph_number)
         return rows
 

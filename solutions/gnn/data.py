@@ -45,7 +45,7 @@ from competition.data.compact import (
     pack_layout_vector_codes,
 )
 from competition.data.graphs import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM, LayoutGraph, TileGraph
-from competition.data.processed_cache import CachedGraph, CachedLayoutGraph
+from competition.data.processed_cache import CachedGraph
 from solutions.dedup import deduplicate_configs
 from solutions.features.engineered import tied_groups, tile_feature_names, tile_features
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
@@ -484,12 +484,20 @@ def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, co
     None) and get their tied groups with ``find_tied``; tile graphs are never pruned, and get the
     engineered tiling columns with ``tile_geometry``.
     """
-    if isinstance(graph, TileGraph):
-        return tile_example(row_id, graph, compress=compress, geometry=tile_geometry)
-    if isinstance(graph, CachedLayoutGraph):
-        return cached_layout_example(row_id, graph.cache, prune=prune, compress=compress, transform=transform,
-                                     find_tied=find_tied)
-    return layout_example(row_id, graph, prune=prune, compress=compress, transform=transform, find_tied=find_tied)
+    def layout() -> LayoutExample:
+        cache = getattr(graph, "cache", None)  # a graph read through the processed cache
+        if cache is not None:
+            return cached_layout_example(row_id, cache, prune=prune, compress=compress, transform=transform,
+                                         find_tied=find_tied)
+        return layout_example(row_id, graph, prune=prune, compress=compress, transform=transform,
+                              find_tied=find_tied)
+
+    examples = {"tile": lambda: tile_example(row_id, graph, compress=compress, geometry=tile_geometry),
+                "layout": layout}
+    if graph.task.name not in examples:
+        raise ValueError(f"{row_id}: the gnn has no example for {graph.task.name} graphs; it models "
+                         f"{', '.join(examples)}")
+    return examples[graph.task.name]()
 
 
 def load_examples(graphs: Iterable[tuple[str, TileGraph | LayoutGraph]], *, prune: bool, compress: bool,

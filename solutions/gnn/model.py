@@ -51,6 +51,7 @@ from torch_geometric.nn import SAGEConv
 
 from competition.data.compact import LAYOUT_SLOTS
 from competition.data.graphs import MAX_OPCODE, NODE_FEAT_DIM, TILE_CONFIG_DIM
+from competition.tasks import LAYOUT, TILE
 from solutions.accel import segment
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.gnn.data import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW, LayoutInputs, TileBatch
@@ -195,6 +196,8 @@ class LayoutRanker(nn.Module):
     (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``) -> (B,) scores, lower = faster.
     """
 
+    task = LAYOUT  # the task kind whose graphs it ranks
+
     def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, row_features: bool = True,
                  fusion: str = "early", config_layers: int = 1, config_attention: bool = False,
                  attention_context: int = 32, tied_links: bool = False) -> None:
@@ -329,6 +332,8 @@ class TileRanker(nn.Module):
     Shapes (forward): a ``TileBatch`` of G kernels and B configs -> (B,) scores, lower = faster.
     ``encode_graphs`` gives the (G, 3h) kernel embeddings ([mean, max, output node]).
     """
+
+    task = TILE  # the task kind whose graphs it ranks
 
     def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, config_dim: int = TILE_CONFIG_DIM) -> None:
         super().__init__()

@@ -16,6 +16,7 @@ from competition.collections import Collection, get_collection
 from competition.data.graphs import TILE_CONFIG_DIM, Graph, load_graph
 from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
+from competition.tasks import Task
 from solutions import distributed
 from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
 from solutions.gnn.model import LayoutRanker, TileRanker
@@ -154,9 +155,9 @@ class GNNRanker:
 
     @property
     def training_mode(self) -> str:
-        """``full`` or ``gst`` (tile models always train full-graph)."""
-        tile = self.collection is not None and not self.collection.task.config_per_node
-        return "full" if tile else self.config.training
+        """``full`` or ``gst``: segment training needs configs per node (tile models train full-graph)."""
+        per_graph = self.collection is not None and not self.collection.task.config_per_node
+        return "full" if per_graph else self.config.training
 
     @property
     def prune(self) -> bool:
@@ -180,7 +181,7 @@ class GNNRanker:
                       f"{len(train_split)} train graphs, {len(valid_examples)} of {len(valid)} valid graphs",
                       flush=True)
             self.pruning_summary = _pruning_summary(train_examples)
-            plan = _selection_plan(valid_examples, tile=not collection.task.config_per_node)
+            plan = _selection_plan(valid_examples, collection.task)
             self.selection = plan.to_json()
             stop_after = None
             budget = _Budget(options.time_budget_s)  # one training budget for the folds and the final run
@@ -320,10 +321,19 @@ class GNNRanker:
     # -- helpers -------------------------------------------------------------------------------
 
     def _build(self, collection: Collection) -> LayoutRanker | TileRanker:
-        if not collection.task.config_per_node:
-            config_dim = TILE_CONFIG_DIM + (TILE_GEOMETRY_COLUMNS if self.config.tile_geometry else 0)
-            return TileRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
-                              config_dim=config_dim)
+        """The network of the collection's task kind (a table: a kind without one is refused)."""
+        builders = {"tile": self._tile_network, "layout": self._layout_network}
+        if collection.task.name not in builders:
+            raise ValueError(f"{collection.name}: the gnn has no network for {collection.task.name} graphs; "
+                             f"it models {', '.join(builders)}")
+        return builders[collection.task.name]()
+
+    def _tile_network(self) -> TileRanker:
+        config_dim = TILE_CONFIG_DIM + (TILE_GEOMETRY_COLUMNS if self.config.tile_geometry else 0)
+        return TileRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
+                          config_dim=config_dim)
+
+    def _layout_network(self) -> LayoutRanker:
         return LayoutRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
                             row_features=self.config.row_features, fusion=self.config.fusion,
                             config_layers=self.config.config_layers, config_attention=self.config.config_attention,
@@ -377,12 +387,12 @@ class _Budget:
         return max(1e-6, self.seconds - (time.perf_counter() - self.started))
 
 
-def _selection_plan(valid_examples: list, *, tile: bool) -> SelectionPlan:
+def _selection_plan(valid_examples: list, task: Task) -> SelectionPlan:
     """``plan_selection`` over the labeled valid examples of every rank (the same plan on each)."""
     counts = [e.num_configs for e in valid_examples if e.runtime is not None]
-    need = min_configs(tile=tile)
+    need = min_configs(task)
     informative, offered = (int(v) for v in distributed.all_sum([sum(c >= need for c in counts), len(counts)]))
-    return plan_selection([need] * informative + [0] * (offered - informative), tile=tile)
+    return plan_selection([need] * informative + [0] * (offered - informative), task)
 
 
 def _saved_pruning(meta: dict, meta_path: Path) -> str:

@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.progress import progress as progress_bar
+from competition.tasks import Task
 from solutions import distributed
 from solutions.gnn import data as gnn_data
 from solutions.gnn.data import LayoutExample, TileExample, tile_batch
@@ -262,16 +262,14 @@ def layout_selection_sample(example: LayoutExample, max_configs: int, rng: np.ra
 
 
 def score_examples(predict: Callable[[object], np.ndarray], examples: Sequence[LayoutExample | TileExample],
-                   *, tile: bool) -> float:
-    """Mean official per-graph score of ``predict`` over labeled examples (their kept configs)."""
+                   task: Task) -> float:
+    """Mean official per-graph score of ``predict`` over labeled examples (their kept configs; tile
+    runtimes are already normalized, so the normalizers are ones)."""
     scores = []
     for example in examples:
         order = np.argsort(predict(example), kind="stable")
         runtime = example.runtime.numpy()
-        if tile:
-            scores.append(tile_slowdown_score(order[:5], runtime, np.ones_like(runtime)))
-        else:
-            scores.append(kendall_tau_score(order, runtime))
+        scores.append(task.score_graph(order, runtime, np.ones_like(runtime) if task.has_normalizers else None))
     return float(np.mean(scores)) if scores else 0.0
 
 
@@ -345,7 +343,7 @@ def train(
     if not tile:
         valid_examples = [layout_selection_sample(e, config.valid_configs, rng) for e in valid_examples]
     valid_examples = [e for e in valid_examples if e.runtime is not None]
-    valid_examples = selection_examples(valid_examples, tile=tile)  # tiny tile kernels cannot choose an epoch
+    valid_examples = selection_examples(valid_examples, model.task)  # tiny tile kernels cannot choose an epoch
     validate = distributed.all_sum([len(valid_examples)])[0] > 0  # the same decision on every rank
 
     def predict(example):
@@ -355,7 +353,7 @@ def train(
                               dedup_rows=dedup_rows)
 
     def valid_score() -> float:
-        return _mean_over_ranks(predict, valid_examples, tile=tile)
+        return _mean_over_ranks(predict, valid_examples, model.task)
 
     epochs = config.tile_epochs if tile else config.layout_epochs
     per_step = config.tile_graphs_per_step if tile else 1
@@ -450,11 +448,11 @@ def _all_min_max(count: int) -> tuple[float, float]:
 
 
 def _mean_over_ranks(predict: Callable[[object], np.ndarray], examples: Sequence[LayoutExample | TileExample],
-                     *, tile: bool) -> float:
+                     task: Task) -> float:
     """The mean official score over every rank's validation graphs (``score_examples`` on one process)."""
     if not distributed.current().active:
-        return score_examples(predict, examples, tile=tile)
-    local = score_examples(predict, examples, tile=tile)
+        return score_examples(predict, examples, task)
+    local = score_examples(predict, examples, task)
     total, count = distributed.all_sum([local * len(examples), len(examples)])
     return total / count if count else 0.0
 

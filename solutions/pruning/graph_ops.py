@@ -182,7 +182,8 @@ def neighbourhood_mask(graph: LayoutGraph, *, consumer_hops: int, producer_hops:
 
 def check_layout_graph(graph: object) -> None:
     """TypeError unless ``graph`` is a ``LayoutGraph``: the only kind with configurable nodes to prune toward."""
-    if not isinstance(graph, LayoutGraph):
+    task = getattr(graph, "task", None)
+    if task is None or not task.config_per_node:  # configs per graph: nothing to prune toward
         raise TypeError(
             f"pruning takes a LayoutGraph (tile graphs have no configurable nodes to prune toward), got {type(graph).__name__}"
         )
