@@ -199,10 +199,10 @@ class TileTask(Task):
         return metrics.prepare_tile_labels(runtimes, normalizers, offsets)
 
     def score_graphs(self, rows: Sequence[np.ndarray], prepared) -> np.ndarray:
-        return metrics.score_tile_labels(metrics.pack_top_configs(rows, k=self.k), prepared)
+        return metrics.score_tile_labels(metrics.pack_top_configs(rows, k=self.k), prepared, k=self.k)
 
     def score_graph(self, row: np.ndarray, runtimes: np.ndarray, normalizers: np.ndarray | None) -> float:
-        return metrics.tile_slowdown_score(np.asarray(row)[: self.k], runtimes, normalizers)
+        return metrics.tile_slowdown_score(np.asarray(row)[: self.k], runtimes, normalizers, k=self.k)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -153,9 +153,16 @@ def find_npz_root(data_dir: str | Path) -> Path:
     """
     root = Path(data_dir)
     for candidate in (root / "npz_all" / "npz", root / "npz", root):
-        if (candidate / "tile").is_dir() or (candidate / "layout").is_dir():
+        if _holds_a_task_folder(candidate):
             return candidate
     return root / "npz_all" / "npz"
+
+
+def _holds_a_task_folder(folder: Path) -> bool:
+    """Whether ``folder`` has the folder of some task kind (``tile/``, ``layout/``: the collections' first part)."""
+    from competition import collections  # the table as it is now, with every collection's task
+
+    return any((folder / name).is_dir() for name in dict.fromkeys(c.task_name for c in collections.COLLECTIONS))
 
 
 def split_dir(data_dir: str | Path, collection: Collection, split: Split) -> Path:
@@ -165,8 +172,7 @@ def split_dir(data_dir: str | Path, collection: Collection, split: Split) -> Pat
 
 def has_competition_data(folder: Path) -> bool:
     """Whether ``folder`` holds the npz tree in a layout the kit accepts."""
-    root = find_npz_root(folder)
-    return (root / "tile").is_dir() or (root / "layout").is_dir()
+    return _holds_a_task_folder(find_npz_root(folder))
 
 
 def resolve_data_dir(folder: str | os.PathLike, what: str | None = None) -> Path:

@@ -1,0 +1,126 @@
+"""A new task kind needs only what docs/architecture.md names for it.
+
+That is a ``Task`` subclass and instance (``competition/tasks.py``), its graph class
+(``competition/data/graphs.py``) and a row of ``COLLECTIONS`` (``competition/collections.py``). A toy
+third kind, ``pick`` (a row names the one config predicted fastest; scored like tile with k = 1), is
+declared the way those files would hold it, in a fresh interpreter (the collections table is read
+when the kit is imported). Then the kit's own loader, validator, scorer and ``solve --method
+heuristic`` run on a toy collection of it, with no other file changed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# What the three files would hold, then the kit used as it is. Argument: the folder to work in.
+SCRIPT = r'''
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+import competition.collections as collections
+import competition.tasks as tasks
+
+# competition/tasks.py: the kind and its files' schema.
+@dataclass(frozen=True, eq=False, repr=False)
+class PickTask(tasks.TileTask):
+    """A row names the one config predicted fastest; scored by the tile slowdown of that config."""
+
+PICK = PickTask(
+    name="pick", metric=tasks.metrics.TILE_SLOWDOWN, config_key="pick_config_feat",
+    npz_spec={**tasks._GRAPH_SPEC, "pick_config_feat": (np.dtype(np.float32), ("c", 4)),
+              **tasks._RUNTIME_SPEC, "config_runtime_normalizers": (np.dtype(np.int64), ("c",))},
+    has_normalizers=True, config_per_node=False, k=1,
+)
+tasks.TASKS[PICK.name] = PICK
+
+# competition/collections.py: one row.
+TOY = collections.Collection("pick:xla", "pick", "xla", None)
+collections.COLLECTIONS = (*collections.COLLECTIONS, TOY)
+collections.COLLECTION_BY_NAME[TOY.name] = TOY
+collections.COLLECTION_NAMES = tuple(collections.COLLECTION_BY_NAME)
+
+# competition/data/graphs.py: its graph class.
+from competition.data import graphs
+
+@dataclass
+class PickGraph(graphs._GraphBase):
+    """A toy graph: one 4-d config per run, with normalizers."""
+
+    task: ClassVar[tasks.Task] = PICK
+    pick_config_feat: np.ndarray  # (c, 4) float32
+    config_runtime_normalizers: np.ndarray  # (c,) int64
+
+    @property
+    def normalizers(self) -> np.ndarray:
+        return self.config_runtime_normalizers
+
+# The kit, untouched.
+from competition.data.graphs import expected_from_data_dir, graph_kind, load_graph, save_graph
+from competition.scoring import load_solution, score_submission
+from competition.submission import validate_submission
+from solutions.runner import solve
+
+work = Path(sys.argv[1])
+public = work / "public"
+rng = np.random.default_rng(0)
+
+def toy_graph(runtimes):
+    c = len(runtimes)
+    return PickGraph(
+        node_feat=rng.random((3, graphs.NODE_FEAT_DIM), dtype=np.float32),
+        node_opcode=np.array([1, 2, 3], np.uint8), edge_index=np.array([[1, 0], [2, 1]], np.int64),
+        config_runtime=np.asarray(runtimes, np.int64), pick_config_feat=rng.random((c, 4), dtype=np.float32),
+        config_runtime_normalizers=np.ones(c, np.int64))
+
+for split in ("train", "valid"):
+    save_graph(toy_graph([30, 10, 20]), public / TOY.npz_subdir / split / "a.npz")
+# The test graphs' runtimes are hidden (zeros), as released; the labels go to the solution file.
+labels = {"g1": [30, 10, 20], "g2": [5, 10]}
+for stem, runtimes in labels.items():
+    save_graph(toy_graph([0] * len(runtimes)), public / TOY.npz_subdir / "test" / f"{stem}.npz")
+solution = work / "solution.csv"
+solution.write_text("ID,Runtimes,Normalizers,Usage\n" + "".join(
+    f"{TOY.row_id(stem)},{';'.join(map(str, r))},{';'.join('1' * len(r))},Public\n" for stem, r in labels.items()))
+
+path = public / TOY.npz_subdir / "test" / "g1.npz"
+out = work / "sub.csv"
+report = solve(public, "heuristic", out, collections=[TOY.name])
+checked = validate_submission(out, expected_from_data_dir(public, [TOY]))
+scored = score_submission(out, load_solution(solution))
+bad = work / "bad.csv"
+bad.write_text(f"ID,TopConfigs\n{TOY.row_id('g1')},\n{TOY.row_id('g2')},0\n")
+refused = validate_submission(bad, expected_from_data_dir(public, [TOY]))
+print(json.dumps({
+    "kind": graph_kind(path), "graph": type(load_graph(path)).__name__,
+    "rows": out.read_text().splitlines(), "valid": checked.ok,
+    "validation": report.collections[0].validation_score, "metric": report.collections[0].metric,
+    "score": scored.collections[TOY.name],
+    "refused": [p.message for p in refused.problems],
+}))
+'''
+
+
+def test_a_toy_third_task_kind_is_validated_scored_and_solved_by_the_kit_unchanged(tmp_path):
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["kind"], result["graph"]) == ("pick", "PickGraph")
+    # The heuristic has no rule for the kind: every config costs the same, so config 0 is named.
+    assert result["rows"] == ["ID,TopConfigs", "pick:xla:g1,0", "pick:xla:g2,0"]
+    assert result["valid"] is True and result["metric"] == "tile_slowdown"
+    assert result["validation"] == 2 - 30 / 10  # the valid graph's config 0 is 3x the fastest
+    assert result["score"] == ((2 - 30 / 10) + (2 - 5 / 5)) / 2  # by hand from the labels
+    # An empty row is refused with the kind's own rule (at least k = 1 index of the graph's 3).
+    assert result["refused"] == ["TopConfigs is empty; expected at least 1 distinct config indices out of 0..2, "
+                                 "fastest first, separated by ';'"]
