@@ -10,7 +10,8 @@ from pathlib import Path
 
 from competition.collections import COLLECTIONS, Collection, get_collection
 from competition.data.graphs import list_split
-from competition.data.locate import resolve_data_dir, split_dir
+from competition.data.locate import resolve_data_dir
+from competition.data.tree import split_dir
 from solutions import model_store
 from solutions.method import MethodInfo, get_method
 

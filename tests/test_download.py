@@ -36,7 +36,7 @@ from competition.data.download import (
     select_parts,
 )
 from competition.data.graphs import LayoutGraph, TileGraph, load_graph, save_graph
-from competition.data.locate import find_npz_root, split_dir
+from competition.data.tree import find_npz_root, split_dir
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
 LAYOUT = COLLECTION_BY_NAME["layout:nlp:random"]

@@ -17,7 +17,7 @@ from hypothesis.extra.numpy import arrays
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, Collection
 from competition.data.graphs import LayoutGraph, TileGraph, iter_split, save_graph
 from competition.data.hlo import OPCODE_IDS
-from competition.data.locate import split_dir
+from competition.data.tree import split_dir
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import ranking_from_predictions
 from competition.tasks import LAYOUT as LAYOUT_TASK

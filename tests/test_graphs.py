@@ -24,7 +24,7 @@ from competition.data.graphs import (
     read_config_count,
     save_graph,
 )
-from competition.data.locate import find_npz_root
+from competition.data.tree import find_npz_root
 from competition.errors import DataFormatError
 
 

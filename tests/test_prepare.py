@@ -27,7 +27,6 @@ from real_protos import LAYOUT_PROTO, TILE_PROTO, needs_realdata
 from competition.cli import main
 from competition.collections import COLLECTION_BY_NAME, COLLECTION_NAMES, COLLECTIONS
 from competition.data.graphs import LayoutGraph, TileGraph, load_graph, save_graph
-from competition.data.locate import find_npz_root
 from competition.data.prepare import (
     PrepareError,
     SourceGraph,
@@ -36,6 +35,7 @@ from competition.data.prepare import (
     plan_split,
     prepare_competition,
 )
+from competition.data.tree import find_npz_root
 from competition.errors import DataFormatError
 from competition.scoring import graph_scores, load_solution, score_submission
 from competition.submission import validate_submission

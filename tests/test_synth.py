@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from competition.cli import main
 from competition.collections import COLLECTIONS, SOLUTION_COLUMNS, SPLITS, SUBMISSION_HEADER, parse_row_id
 from competition.data.graphs import MAX_OPCODE, load_graph
-from competition.data.locate import split_dir
 from competition.data.synth import SCALES, generate_competition
 from competition.data.synth.generate import LAYOUT_KEYS, TILE_KEYS
 from competition.data.synth.hlo_encoding import (
@@ -32,6 +31,7 @@ from competition.data.synth.hlo_encoding import (
 from competition.data.synth.stats import describe
 from competition.data.synth.tile import dim_options
 from competition.data.synth.writer import write_npz
+from competition.data.tree import split_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 HEX32 = re.compile(r"^[0-9a-f]{32}$")

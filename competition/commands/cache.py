@@ -67,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
 
     from competition.collections import SPLITS
     from competition.data.graphs import list_split
-    from competition.data.locate import resolve_data_dir, split_dir
+    from competition.data.locate import resolve_data_dir
     from competition.data.processed_cache import CONFIGS_NAME, build_cache, is_fresh, split_cache_dir
+    from competition.data.tree import split_dir
     from competition.errors import DataFormatError, UsageError
     from competition.progress import progress
 

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         read_sha256_manifest,
         select_parts,
     )
-    from competition.data.locate import find_npz_root
+    from competition.data.tree import find_npz_root
     from competition.errors import UsageError
 
     out = Path(args.out)

@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from competition.collections import SPLITS
-    from competition.data.locate import has_competition_data
     from competition.data.synth.stats import describe, markdown
+    from competition.data.tree import has_competition_data
     from competition.errors import EXIT_INVALID, DataFormatError, UsageError
 
     folder = Path(args.data)

@@ -18,7 +18,8 @@ from typing import ClassVar
 import numpy as np
 
 from competition.collections import COLLECTIONS, Collection, Split
-from competition.data.locate import resolve_data_dir, split_dir
+from competition.data.locate import resolve_data_dir
+from competition.data.tree import split_dir
 from competition.errors import DataFormatError
 from competition.tasks import (
     LAYOUT,

@@ -36,7 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from competition.collections import Collection, Split
+# CompetitionFolder, find_npz_root and split_dir: their former address, kept for notebooks and
+# scripts; the kit imports them from tree.
+from competition.data.tree import (  # noqa: F401
+    CompetitionFolder,
+    find_npz_root,
+    has_competition_data,
+    split_dir,
+)
 
 DATA_ENV = "TPUGRAPHS_DATA"
 SCALE_ENV = "TPUGRAPHS_SCALE"
@@ -50,29 +57,6 @@ Source = Literal["kaggle", "given", "env", "embedded"]
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = _REPO_ROOT / "data" / "demo"  # `make demo`'s competition (solutions.demo --out)
-
-
-@dataclass
-class CompetitionFolder:
-    """A competition as ``tpugraphs synth`` and ``tpugraphs prepare`` write it: ``public/`` + ``private/``."""
-
-    out_dir: Path
-
-    @property
-    def public_dir(self) -> Path:
-        return self.out_dir / "public"
-
-    @property
-    def private_dir(self) -> Path:
-        return self.out_dir / "private"
-
-    @property
-    def sample_submission(self) -> Path:
-        return self.public_dir / "sample_submission.csv"
-
-    @property
-    def solution(self) -> Path:
-        return self.private_dir / "solution.csv"
 
 
 @dataclass(frozen=True)
@@ -141,38 +125,6 @@ def find_data(
     scale = scale or os.environ.get(SCALE_ENV, "").strip() or DEFAULT_SCALE
     out = embedded_competition(scale=scale, seed=seed, root=embedded_root, progress=progress)
     return DataLocation(out / "public", out / "private" / "solution.csv", "embedded")
-
-
-def find_npz_root(data_dir: str | Path) -> Path:
-    """The ``npz/`` folder (holding ``tile/`` and ``layout/``) of any accepted data directory.
-
-    Accepted: the Kaggle download root (``predict-ai-model-runtime/``), its ``npz_all/`` folder, the
-    ``npz/`` folder that the upstream mirror's tar files unpack to, or the folder holding that
-    ``npz/``. Anything else is returned as ``data_dir/npz_all/npz`` so that error messages name the
-    path the kit expected.
-    """
-    root = Path(data_dir)
-    for candidate in (root / "npz_all" / "npz", root / "npz", root):
-        if _holds_a_task_folder(candidate):
-            return candidate
-    return root / "npz_all" / "npz"
-
-
-def _holds_a_task_folder(folder: Path) -> bool:
-    """Whether ``folder`` has the folder of some task kind (``tile/``, ``layout/``: the collections' first part)."""
-    from competition import collections  # the table as it is now, with every collection's task
-
-    return any((folder / name).is_dir() for name in dict.fromkeys(c.task_name for c in collections.COLLECTIONS))
-
-
-def split_dir(data_dir: str | Path, collection: Collection, split: Split) -> Path:
-    """Folder of one split of a collection, given a data directory in any accepted layout."""
-    return find_npz_root(data_dir) / collection.subpath / split
-
-
-def has_competition_data(folder: Path) -> bool:
-    """Whether ``folder`` holds the npz tree in a layout the kit accepts."""
-    return _holds_a_task_folder(find_npz_root(folder))
 
 
 def resolve_data_dir(folder: str | os.PathLike, what: str | None = None) -> Path:

@@ -78,10 +78,10 @@ from competition.data.graphs import (
     check_references,
     load_graph,
 )
-from competition.data.locate import CompetitionFolder, find_npz_root
 from competition.data.npz import load_npz_member, read_exactly, read_npy_header
 from competition.data.synth.names import anonymous_stems
 from competition.data.synth.writer import join_ints, write_csv, write_npz
+from competition.data.tree import CompetitionFolder, find_npz_root
 from competition.errors import DataFormatError
 from competition.tasks import LAYOUT, Task
 

@@ -27,7 +27,6 @@ from competition.collections import (
     SUBMISSION_HEADER,
 )
 from competition.data.atomic import replace_dir, staging_dir
-from competition.data.locate import CompetitionFolder
 from competition.data.synth.kernels import build_kernel
 from competition.data.synth.layout import layout_space, measure_layout_runs
 from competition.data.synth.models import build_program
@@ -35,6 +34,7 @@ from competition.data.synth.names import ModelSpec, anonymous_stems, layout_spec
 from competition.data.synth.scales import SCALES, Extreme, Scale
 from competition.data.synth.tile import measure_tile_runs
 from competition.data.synth.writer import join_ints, write_csv, write_npz
+from competition.data.tree import CompetitionFolder
 from competition.tasks import LAYOUT, TILE
 
 #: Bumped whenever the files written for a given (scale, seed) change; caches of generated data can key on it.

@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, SPLITS, Collection
-from competition.data.locate import split_dir
 from competition.data.npz import load_npz_member, read_exactly, read_npy_header
 from competition.data.synth.hlo_encoding import OPCODE_NAMES
+from competition.data.tree import split_dir
 from competition.errors import DataFormatError
 
 #: A tile graph counts as "default is the fastest" when no config beats the normaliser by more than this.
