@@ -39,7 +39,8 @@ import numpy as np
 from benchmarks.measure import measure_python
 from benchmarks.realscale import NLP_CONFIGS, NLP_CONFIGURABLE, write_nlp_npz
 from competition.collections import COLLECTION_BY_NAME
-from competition.data.graphs import LAYOUT_CONFIG_DIM, load_graph, save_graph
+from competition.data.graphs import load_graph, save_graph
+from competition.tasks import LAYOUT_CONFIG_DIM
 
 COLLECTION = COLLECTION_BY_NAME["layout:nlp:random"]
 TARGET_GB = 8.0

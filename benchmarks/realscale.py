@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from competition.data.graphs import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, LayoutGraph
+from competition.data.graphs import LayoutGraph
+from competition.tasks import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM
 
 XLA_NODES, XLA_EDGES, XLA_CONFIGURABLE = 43_615, 72_000, 2_250
 NLP_CONFIGS, NLP_CONFIGURABLE, NLP_NODES, NLP_DISTINCT = 100_040, 121, 4_000, 2_000

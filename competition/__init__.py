@@ -1,4 +1,11 @@
-"""The rules of the competition: collections, data format, metric, validator and scorer.
+"""The competition kit's core: the rules, the data tools and the ``tpugraphs`` command line.
+
+- The rules (``competition.sources.RULES``): the collections and task kinds, the metric, the
+  validator and the scorer (``score``: Kaggle's contract).
+- Built on the scorer: ``stats/`` (intervals, shake-up, ensembles) and ``predictions``.
+- ``data/``: reading, writing, fetching and making the released files (the embedded competition,
+  the featurizer, the processed cache).
+- ``cli`` and ``commands/``: the command line.
 
 Light on purpose (numpy; pandas only for the Kaggle-contract ``score``): never imports torch.
 """

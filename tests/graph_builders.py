@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from competition.data.graphs import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, LayoutGraph
+from competition.data.graphs import LayoutGraph
 from competition.data.hlo import NODE_FEATURE_INDEX, NODE_FEATURE_NAMES
+from competition.tasks import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM
 
 SHAPE = [NODE_FEATURE_INDEX[f"shape_dimensions_{i}"] for i in range(6)]
 PRODUCT = NODE_FEATURE_INDEX["shape_dimensions_product"]

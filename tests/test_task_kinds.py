@@ -77,7 +77,7 @@ rng = np.random.default_rng(0)
 def toy_graph(runtimes):
     c = len(runtimes)
     return PickGraph(
-        node_feat=rng.random((3, graphs.NODE_FEAT_DIM), dtype=np.float32),
+        node_feat=rng.random((3, tasks.NODE_FEAT_DIM), dtype=np.float32),
         node_opcode=np.array([1, 2, 3], np.uint8), edge_index=np.array([[1, 0], [2, 1]], np.int64),
         config_runtime=np.asarray(runtimes, np.int64), pick_config_feat=rng.random((c, 4), dtype=np.float32),
         config_runtime_normalizers=np.ones(c, np.int64))

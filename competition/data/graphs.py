@@ -23,17 +23,13 @@ from competition.data.tree import split_dir
 from competition.errors import DataFormatError
 from competition.tasks import (
     LAYOUT,
-    LAYOUT_CONFIG_DIM,
-    NODE_FEAT_DIM,
     TASKS,
     TILE,
-    TILE_CONFIG_DIM,
     Task,
     get_task,
 )
 
-__all__ = ["LAYOUT_CONFIG_DIM", "LAYOUT_SPEC", "MAX_OPCODE", "NODE_FEAT_DIM", "TILE_CONFIG_DIM", "TILE_SPEC",
-           "Graph", "LayoutGraph", "TileGraph", "check_array", "expected_from_data_dir", "graph_class", "graph_kind",
+__all__ = ["MAX_OPCODE", "Graph", "LayoutGraph", "TileGraph", "check_array", "expected_from_data_dir", "graph_class", "graph_kind",
            "iter_split", "list_split", "load_graph", "read_config_count", "save_graph"]
 
 MAX_OPCODE = 120
@@ -141,9 +137,7 @@ class LayoutGraph(_GraphBase):
 
 Graph = TileGraph | LayoutGraph
 
-# The npz key schema of each kind is its task's (competition.tasks): one schema for every reader.
-TILE_SPEC = TILE.npz_spec
-LAYOUT_SPEC = LAYOUT.npz_spec
+# The npz key schema of each kind is its task's ``npz_spec`` (competition.tasks): one schema for every reader.
 
 
 # The arrays every other one is held to (node count, config count) are checked first, so a mismatch

@@ -70,8 +70,6 @@ from competition.collections import (
 from competition.data.atomic import replace_dir
 from competition.data.compact import check_layout_chunk
 from competition.data.graphs import (
-    LAYOUT_SPEC,
-    TILE_SPEC,
     check_array,
     check_header,
     check_order,
@@ -83,7 +81,7 @@ from competition.data.synth.names import anonymous_stems
 from competition.data.synth.writer import join_ints, write_csv, write_npz
 from competition.data.tree import CompetitionFolder, find_npz_root
 from competition.errors import DataFormatError
-from competition.tasks import LAYOUT, Task
+from competition.tasks import LAYOUT, TILE, Task
 
 #: Bumped whenever the files written for a given source, seed and options change.
 PREPARE_VERSION = 1
@@ -343,11 +341,11 @@ def _read_sampled_layout(path: Path, indices: np.ndarray, chunk_bytes: int) -> d
         arrays: dict[str, np.ndarray] = {}
         for key in ("node_feat", "node_opcode", "edge_index", "config_runtime", "node_config_ids", "node_splits"):
             arrays[key] = check_array(path, key, load_npz_member(archive, members[key], path, key),
-                                      LAYOUT_SPEC[key], sizes)
+                                      LAYOUT.npz_spec[key], sizes)
         check_references(path, arrays, sizes["n"])
         with archive.open(members["node_config_feat"]) as fp:
             shape, fortran_order, dtype = read_npy_header(fp, path, "node_config_feat")
-            check_header(path, "node_config_feat", tuple(shape), dtype, LAYOUT_SPEC["node_config_feat"], sizes)
+            check_header(path, "node_config_feat", tuple(shape), dtype, LAYOUT.npz_spec["node_config_feat"], sizes)
             if fortran_order and math.prod(shape[1:]) > 1:
                 raise DataFormatError(path, "array 'node_config_feat' is stored in Fortran order; released files "
                                             "are C-ordered (re-save it with np.savez)")
@@ -412,7 +410,7 @@ def _write_test_graph(graph: SourceGraph, target: Path, seed: int, index: int, l
         normalizers = tile.config_runtime_normalizers[graph.configs]
         arrays = dict(tile.arrays(), config_feat=tile.config_feat[graph.configs],
                       config_runtime=np.zeros_like(runtimes), config_runtime_normalizers=np.zeros_like(normalizers))
-        return write_npz(target, {key: arrays[key] for key in TILE_SPEC}), runtimes.tolist(), normalizers.tolist()
+        return write_npz(target, {key: arrays[key] for key in TILE.npz_spec}), runtimes.tolist(), normalizers.tolist()
     # A sample without replacement comes in random order: that order is the new config order.
     count = min(graph.num_configs, layout_test_configs)
     graph.configs = rng.choice(graph.num_configs, size=count, replace=False)
@@ -420,7 +418,7 @@ def _write_test_graph(graph: SourceGraph, target: Path, seed: int, index: int, l
     runtimes = arrays["config_runtime"]
     _positive(graph.path, "config_runtime", runtimes)
     arrays["config_runtime"] = np.zeros_like(runtimes)
-    return write_npz(target, {key: arrays[key] for key in LAYOUT_SPEC}), runtimes.tolist(), None
+    return write_npz(target, {key: arrays[key] for key in LAYOUT.npz_spec}), runtimes.tolist(), None
 
 
 def _check_out_dir(out_dir: Path, root: Path, force: bool) -> None:

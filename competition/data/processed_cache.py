@@ -53,10 +53,10 @@ import numpy as np
 from competition.collections import COLLECTION_BY_NAME, Collection, Split
 from competition.data.atomic import replace_dir
 from competition.data.compact import check_layout_chunk
-from competition.data.graphs import LAYOUT_CONFIG_DIM, LAYOUT_SPEC, LayoutGraph, check_array, list_split
+from competition.data.graphs import LayoutGraph, check_array, list_split
 from competition.data.npz import load_npz_member, read_exactly, read_npy_header
 from competition.errors import DataFormatError
-from competition.tasks import LAYOUT
+from competition.tasks import LAYOUT, LAYOUT_CONFIG_DIM
 
 CACHE_FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -279,7 +279,7 @@ def _convert(npz_path: Path, out_dir: Path, chunk_bytes: int) -> dict[str, int]:
         sizes: dict[str, int] = {}
         for key in SMALL_KEYS:
             array = load_npz_member(archive, members[key], npz_path, key)
-            array = check_array(npz_path, key, array, LAYOUT_SPEC[key], sizes)
+            array = check_array(npz_path, key, array, LAYOUT.npz_spec[key], sizes)
             np.save(out_dir / f"{key}.npy", array, allow_pickle=False)
         _check_references(npz_path, out_dir, sizes)
         with archive.open(members["node_config_feat"]) as fp:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from competition.data.compact import pack_layout_vector_codes
-from competition.data.graphs import LAYOUT_CONFIG_DIM, Graph, LayoutGraph, TileGraph
+from competition.data.graphs import Graph, LayoutGraph, TileGraph
 from competition.data.hlo import (
     CONFIGURABLE_OPCODES,
     ELEMENT_BYTES,
@@ -43,6 +43,7 @@ from competition.data.hlo import (
     OPCODE_IDS,
     TILE_CONFIG_NAMES,
 )
+from competition.tasks import LAYOUT_CONFIG_DIM
 
 CHUNK_VALUES = 1 << 22  # layout config values per pass: ~32 MB per int64 intermediate
 FEATURE_LIMIT = 1e30  # features are clipped to +-this before the float32 cast

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from competition.data.graphs import NODE_FEAT_DIM, TILE_CONFIG_DIM
 from competition.data.hlo import NODE_FEATURE_NAMES, TILE_CONFIG_NAMES
+from competition.tasks import NODE_FEAT_DIM, TILE_CONFIG_DIM
 
 
 def _span(names: tuple[str, ...], first: str, last: str) -> slice:

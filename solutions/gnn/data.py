@@ -44,8 +44,9 @@ from competition.data.compact import (
     pack_layout_configs,
     pack_layout_vector_codes,
 )
-from competition.data.graphs import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM, LayoutGraph, TileGraph
+from competition.data.graphs import LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph
+from competition.tasks import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
 from solutions.dedup import deduplicate_configs
 from solutions.features.engineered import tied_groups, tile_feature_names, tile_features
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p

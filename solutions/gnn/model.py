@@ -50,8 +50,8 @@ from torch import nn
 from torch_geometric.nn import SAGEConv
 
 from competition.data.compact import LAYOUT_SLOTS
-from competition.data.graphs import MAX_OPCODE, NODE_FEAT_DIM, TILE_CONFIG_DIM
-from competition.tasks import LAYOUT, TILE
+from competition.data.graphs import MAX_OPCODE
+from competition.tasks import LAYOUT, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM
 from solutions.accel import segment
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.gnn.data import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW, LayoutInputs, TileBatch

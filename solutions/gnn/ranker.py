@@ -13,10 +13,10 @@ import numpy as np
 import torch
 
 from competition.collections import Collection, get_collection
-from competition.data.graphs import TILE_CONFIG_DIM, Graph, load_graph
+from competition.data.graphs import Graph, load_graph
 from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
-from competition.tasks import Task
+from competition.tasks import TILE_CONFIG_DIM, Task
 from solutions import distributed
 from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
 from solutions.gnn.model import LayoutRanker, TileRanker
