@@ -327,88 +327,93 @@ def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: 
         settings = {"options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()},
                     "params": params, "seeds": list(seeds)}
         run = model_store.Run.start(model_dir, info.name, settings)
-    reports: list[CollectionReport] = []
-    rows: dict[str, np.ndarray] = {}
-    for collection in chosen:
-        path = model_dir / collection_slug(collection)
-        with PeakMemory() as memory:
-            fit_seconds = 0.0
-            if predict_only:
-                models = _load_models(info, saved_folders[collection.name], options)
-            else:
-                models = []
+    try:  # a failed run leaves no staging folder behind (its models were never put in place)
+        reports: list[CollectionReport] = []
+        rows: dict[str, np.ndarray] = {}
+        for collection in chosen:
+            path = model_dir / collection_slug(collection)
+            with PeakMemory() as memory:
+                fit_seconds = 0.0
+                if predict_only:
+                    models = _load_models(info, saved_folders[collection.name], options)
+                else:
+                    models = []
+                    t0 = time.perf_counter()
+                    for seed in seeds:
+                        fitted = _make_method(info, params)
+                        fitted.fit(collection, SplitSource(data_dir, collection, "train"),
+                                   SplitSource(data_dir, collection, "valid"), replace(options, seed=seed))
+                        models.append((seed, fitted))
+                    fit_seconds = time.perf_counter() - t0
+                    if run is None:  # rank 0 saves, validates and predicts; wait for it, then train the next one
+                        world_barrier()
+                        continue
+                    for seed, fitted in models:  # staged: in place only when the whole run succeeds
+                        fitted.save(_seed_folder(run.path_for(collection.name), seed, len(seeds)))
+                    if len(seeds) > 1:
+                        (run.path_for(collection.name) / SEEDS_FILE).write_text(
+                            json.dumps({"seeds": list(seeds), "blend": BLEND}) + "\n", encoding="utf-8")
+                    run.stamp(collection.name)
                 t0 = time.perf_counter()
-                for seed in seeds:
-                    fitted = _make_method(info, params)
-                    fitted.fit(collection, SplitSource(data_dir, collection, "train"),
-                               SplitSource(data_dir, collection, "valid"), replace(options, seed=seed))
-                    models.append((seed, fitted))
-                fit_seconds = time.perf_counter() - t0
-                if run is None:  # rank 0 saves, validates and predicts; wait for it, then train the next one
-                    world_barrier()
-                    continue
-                for seed, fitted in models:  # staged: in place only when the whole run succeeds
-                    fitted.save(_seed_folder(run.path_for(collection.name), seed, len(seeds)))
-                if len(seeds) > 1:
-                    (run.path_for(collection.name) / SEEDS_FILE).write_text(
-                        json.dumps({"seeds": list(seeds), "blend": BLEND}) + "\n", encoding="utf-8")
-                run.stamp(collection.name)
-            t0 = time.perf_counter()
-            fitted_models = [model for _, model in models]
-            per_seed: list[list[float]] = [[] for _ in models]
-            blended: list[float] = []
-            for _, graph, rankings, blend in _ranked_graphs(fitted_models, info.name, data_dir, collection, "valid",
-                                                            progress=options.progress, cache_dir=options.cache_dir):
-                for scores, ranking in zip(per_seed, rankings, strict=True):
-                    scores.append(graph_score(collection, ranking, graph))
-                blended.append(graph_score(collection, blend, graph))
-            valid_scores = np.asarray(blended, dtype=np.float64)
-            score = float(np.mean(valid_scores)) if valid_scores.size else math.nan
-            valid_graphs = int(valid_scores.size)
-            validate_seconds = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            collection_rows = {row_id: blend for row_id, _, _, blend in _ranked_graphs(
-                fitted_models, info.name, data_dir, collection, "test", progress=options.progress,
-                cache_dir=options.cache_dir)}
-            predict_seconds = time.perf_counter() - t0
-        rows.update(collection_rows)
-        details = _summary(models[0][1])
-        if len(models) > 1:
-            details["per_seed"] = {str(seed): _summary(model) for seed, model in models}
-        report = CollectionReport(
-            collection=collection.name, metric=collection.metric, validation_score=score,
-            valid_graphs=valid_graphs, test_graphs=len(collection_rows), fit_seconds=fit_seconds,
-            validate_seconds=validate_seconds, predict_seconds=predict_seconds,
-            peak_memory_mb=memory.peak_mb, model_path=path, details=details,
-            valid_graph_scores=valid_scores.tolist(),
-            seed_validation_scores={str(seed): float(np.mean(scores)) if scores else math.nan
-                                    for (seed, _), scores in zip(models, per_seed, strict=True)}
-            if len(models) > 1 else {},
-        )
-        reports.append(report)
-        say(f"{collection.name}: validation {collection.metric} {score:.4f} over {valid_graphs} graphs "
-            f"(fit {fit_seconds:.1f} s, predict {validate_seconds + predict_seconds:.1f} s, "
-            f"peak {report.peak_memory_mb:.0f} MB)")
-        if world is not None:
-            world_barrier()
+                fitted_models = [model for _, model in models]
+                per_seed: list[list[float]] = [[] for _ in models]
+                blended: list[float] = []
+                for _, graph, rankings, blend in _ranked_graphs(fitted_models, info.name, data_dir, collection, "valid",
+                                                                progress=options.progress, cache_dir=options.cache_dir):
+                    for scores, ranking in zip(per_seed, rankings, strict=True):
+                        scores.append(graph_score(collection, ranking, graph))
+                    blended.append(graph_score(collection, blend, graph))
+                valid_scores = np.asarray(blended, dtype=np.float64)
+                score = float(np.mean(valid_scores)) if valid_scores.size else math.nan
+                valid_graphs = int(valid_scores.size)
+                validate_seconds = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                collection_rows = {row_id: blend for row_id, _, _, blend in _ranked_graphs(
+                    fitted_models, info.name, data_dir, collection, "test", progress=options.progress,
+                    cache_dir=options.cache_dir)}
+                predict_seconds = time.perf_counter() - t0
+            rows.update(collection_rows)
+            details = _summary(models[0][1])
+            if len(models) > 1:
+                details["per_seed"] = {str(seed): _summary(model) for seed, model in models}
+            report = CollectionReport(
+                collection=collection.name, metric=collection.metric, validation_score=score,
+                valid_graphs=valid_graphs, test_graphs=len(collection_rows), fit_seconds=fit_seconds,
+                validate_seconds=validate_seconds, predict_seconds=predict_seconds,
+                peak_memory_mb=memory.peak_mb, model_path=path, details=details,
+                valid_graph_scores=valid_scores.tolist(),
+                seed_validation_scores={str(seed): float(np.mean(scores)) if scores else math.nan
+                                        for (seed, _), scores in zip(models, per_seed, strict=True)}
+                if len(models) > 1 else {},
+            )
+            reports.append(report)
+            say(f"{collection.name}: validation {collection.metric} {score:.4f} over {valid_graphs} graphs "
+                f"(fit {fit_seconds:.1f} s, predict {validate_seconds + predict_seconds:.1f} s, "
+                f"peak {report.peak_memory_mb:.0f} MB)")
+            if world is not None:
+                world_barrier()
 
-    if not main:
-        return None
-    write_submission(out, rows)
-    checked = validate_submission(out, expected_from_data_dir(data_dir, chosen))
-    if not checked.ok:
-        raise RuntimeError(f"the submission written by method {info.name!r} is invalid (a bug in the method):\n"
-                           + format_problems(checked, source_name=str(out)))
-    if run is not None:
-        run.commit(c.name for c in chosen)
-    solved = SolveReport(
-        method=info.name, submission=out, rows=len(rows), collections=reports, options=options,
-        predict_only=predict_only, model_dir=model_dir, seconds=time.perf_counter() - started,
-        process_peak_memory_mb=process_peak_mb(), world_size=1 if world is None else world.size,
-        seeds=[seed for seed, _ in models] if reports else list(seeds),
-    )
-    solved.add_intervals()  # a fixed resampling seed: runs differ only by their scores
-    return solved
+        if not main:
+            return None
+        write_submission(out, rows)
+        checked = validate_submission(out, expected_from_data_dir(data_dir, chosen))
+        if not checked.ok:
+            raise RuntimeError(f"the submission written by method {info.name!r} is invalid (a bug in the method):\n"
+                               + format_problems(checked, source_name=str(out)))
+        if run is not None:
+            run.commit(c.name for c in chosen)
+        solved = SolveReport(
+            method=info.name, submission=out, rows=len(rows), collections=reports, options=options,
+            predict_only=predict_only, model_dir=model_dir, seconds=time.perf_counter() - started,
+            process_peak_memory_mb=process_peak_mb(), world_size=1 if world is None else world.size,
+            seeds=[seed for seed, _ in models] if reports else list(seeds),
+        )
+        solved.add_intervals()  # a fixed resampling seed: runs differ only by their scores
+        return solved
+    except BaseException:
+        if run is not None:
+            run.abandon()
+        raise
 
 
 __all__ = [

@@ -41,7 +41,6 @@ LAYOUT_SLOTS = 6  # dimensions per layout vector
 LAYOUT_VECTORS = ("output", "input", "kernel")  # the three 6-slot vectors of an 18-d row, in order
 LAYOUT_ROW_DIM = LAYOUT_SLOTS * len(LAYOUT_VECTORS)  # 18
 PACKED_VECTOR_LIMIT = LAYOUT_BASE**LAYOUT_SLOTS  # 117,649: packed vectors lie in 0 .. limit - 1
-PACKED_ROW_LIMIT = PACKED_VECTOR_LIMIT ** len(LAYOUT_VECTORS)  # 7**18: one int64 code per 18-d row
 
 # Digit weights, most significant first. Packing is a float32 matmul: every partial sum is an integer
 # below 7**6 < 2**24, so float32 arithmetic is exact and the BLAS path can be used.

@@ -9,8 +9,8 @@ with ``np.unique`` and each remaining row is hashed (BLAKE2b, 128 bits) into a s
 distinct configs is exact but for a 2^-128 collision chance, and peak memory is one chunk plus 16 bytes
 per distinct config.
 
-Every array header is checked against the loader's schema (the tasks' ``npz_spec``, as
-``competition.data.graphs``: keys, dtypes, shapes that agree), so ``inspect`` refuses, with the
+Every array header is checked against the loader's schema (the tasks' ``npz_spec``, which
+``competition.data.graphs`` applies: keys, dtypes, shapes that agree), so ``inspect`` refuses, with the
 loader's message, any file ``load_graph`` would refuse for its format (a ``node_feat`` that is not
 (n, 140), a missing ``node_splits``), instead of summarising it.
 """

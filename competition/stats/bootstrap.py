@@ -179,9 +179,6 @@ class Interval:
     def contains(self, value: float) -> bool:
         return self.low <= value <= self.high
 
-    def excludes_zero(self) -> bool:
-        return self.low > 0 or self.high < 0
-
 
 def check_bootstrap_args(draws: int, confidence: float) -> None:
     """ValueError naming the argument when ``draws`` or ``confidence`` cannot give an interval."""

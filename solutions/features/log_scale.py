@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from competition.data.hlo import NODE_FEATURE_NAMES, TILE_CONFIG_NAMES
+from competition.data.hlo import NODE_FEATURE_NAMES
 from competition.tasks import NODE_FEAT_DIM, TILE_CONFIG_DIM
 
 
@@ -49,12 +49,6 @@ NODE_FEAT_COLUMNS: dict[str, slice] = {
                                      "convolution_dim_numbers_output_feature_dim"),
     # the compiled default layout of the output
     "layout_minor_to_major": _span(NODE_FEATURE_NAMES, "layout_minor_to_major_0", "layout_minor_to_major_5"),
-}
-
-#: Columns of tile ``config_feat``: kernel, output and input bounds, 6 dims + sum + product each.
-TILE_CONFIG_COLUMNS: dict[str, slice] = {
-    part: _span(TILE_CONFIG_NAMES, f"{part}_0", f"{part}_product")
-    for part in ("kernel_bounds", "output_bounds", "input_bounds")
 }
 
 

@@ -359,10 +359,6 @@ class HloGraph:
     def num_nodes(self) -> int:
         return len(self.instrs)
 
-    @property
-    def opcode_names(self) -> list[str]:
-        return [i.opcode for i in self.instrs]
-
     def node_opcode(self) -> np.ndarray:
         """``(n,)`` uint8 opcode ids."""
         return np.array([OPCODE_IDS[i.opcode] for i in self.instrs], dtype=np.uint8)

@@ -48,30 +48,6 @@ CHUNK_BYTES = 16 * 2**20
 #: Opcodes listed in "most frequent opcodes".
 TOP_OPCODES = 10
 
-#: The real figures, in words, for the side-by-side table (two real protos and one released
-#: random-search graph of the public TpuGraphs data; see docs/synthetic-data.md).
-REAL_REFERENCE = {
-    "layout default: runtime max/min": "1.016 (910.9M-925.6M ns)",
-    "layout default: distinct configs / configs": "0.81 (91 of 112)",
-    "layout default: distinct settings per configurable node": "2-8",
-    "layout random: distinct settings per configurable node": "8-9 (median 8)",
-    "layout random: duplicate share": "0.37",
-    "layout: distinct node columns / configurable nodes": "0.35 (random, 26 -> 9), 0.13 (default, 62 -> 8)",
-    "layout: conv/dot layout slots set": "2 (the two minor-most); reshapes 4 on one side, 2 on the other",
-    "layout: whole tensor unset (output / input / kernel)": "2 / 11 / 18 % (random), 8 / 7 / 14 % (default)",
-    "layout: share of -1 in node_config_feat": "0.69 (both)",
-    "layout: nodes with exactly one consumer": "0.77 (random), 0.76 (default)",
-    "layout: configurable share of nodes": "2 % (62 of 3163), 7 % (26 of 372)",
-    "layout: most frequent opcodes": "get-tuple-element, parameter, broadcast, add, multiply, select, compare, "
-                                     "constant, subtract",
-    "layout: duplicate runtime spread": "0 (default: reused measurement); median 0.0003, max 0.0018 (random)",
-    "layout random: runtime max/min": "5.4 (79.5M-428.8M ns)",
-    "tile: configs per kernel": "2-581",
-    "tile: runtime max/min per kernel": "1.0-29",
-    "tile: default is the fastest": "11 of 15 kernels (73 %)",
-    "tile: best normalised runtime": "<= 1 in every kernel; 0.88-0.98 when the default is not the fastest",
-}
-
 _MASK64 = (1 << 64) - 1
 # Fixed random multipliers of the row hashes (the figures must not depend on anything but the data).
 _VALUE_WEIGHTS = np.random.default_rng(0x5EED).integers(1, 2**63, size=18, dtype=np.uint64) | np.uint64(1)
