@@ -1,4 +1,5 @@
-"""The layers of docs/architecture.md hold: each package imports only what its layer may.
+"""The layers of docs/architecture.md hold: each file imports only what its row of the document's
+import-rules table allows (the table is read from the document, so it is the rule itself).
 
 Every ``import`` statement is read from the source (module level and inside functions alike), so a
 lazy import that breaks a layer is caught as surely as a top-level one.
@@ -7,7 +8,9 @@ lazy import that breaks a layer is caught as surely as a top-level one.
 from __future__ import annotations
 
 import ast
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -34,48 +37,141 @@ def imported_modules(path: Path) -> list[tuple[int, str, bool]]:
     return found
 
 
-def offences(files: list[Path], forbidden: tuple[str, ...], *, top_level_only: bool = False) -> list[str]:
-    out = []
-    for path in files:
-        for line, module, at_top in imported_modules(path):
-            if top_level_only and not at_top:
-                continue
-            if any(module == f or module.startswith(f + ".") for f in forbidden):
-                out.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
-    return out
-
-
 def python_files(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.py"))
 
 
-RULES_FILES = [p for p in python_files(COMPETITION)
-               if p.relative_to(COMPETITION).parts[0] not in ("data", "commands", "cli.py", "progress.py")]
-DATA_FILES = python_files(COMPETITION / "data")
+KIT = ("competition", "solutions", "leaderboard")
+ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
 
 
-def test_the_rules_files_are_what_the_scorer_version_hashes():
-    from competition.sources import rules_files
+@dataclass(frozen=True)
+class Part:
+    """One row of docs/architecture.md's import-rules table."""
 
-    assert [COMPETITION / p for p in rules_files()] == RULES_FILES
-    assert COMPETITION / "scoring.py" in RULES_FILES and COMPETITION / "tasks.py" in RULES_FILES
-
-
-def test_the_rules_import_no_data_layer_cli_solution_leaderboard_or_torch():
-    forbidden = ("competition.data", "competition.commands", "competition.cli", "solutions", "leaderboard",
-                 "torch", "torch_geometric", "lightgbm", "fastapi", "sqlalchemy")
-    assert offences(RULES_FILES, forbidden) == []
+    name: str
+    paths: tuple[str, ...]  # files, or folders ending in '/'
+    may_import: tuple[str, ...] | None  # other parts; None: every part
+    never: tuple[str, ...]  # third-party top-level modules
 
 
-def test_the_data_layer_imports_no_cli_solution_leaderboard_or_torch():
-    forbidden = ("competition.commands", "competition.cli", "solutions", "leaderboard", "torch", "torch_geometric",
-                 "lightgbm", "fastapi", "sqlalchemy")
-    assert offences(DATA_FILES, forbidden) == []
+def import_rules(text: str) -> list[Part]:
+    """The rows of the table under '## Import rules' in the architecture document."""
+    section = text.split("## Import rules", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| part ")]
+    parts = []
+    for row in rows:
+        name, files, may, never = (cell.strip() for cell in row.strip().strip("|").split("|"))
+        paths = tuple(re.findall(r"`([^`]+)`", files))
+        allowed = None if may == "every part" else tuple(p.strip() for p in may.split(",") if p.strip() != "none")
+        parts.append(Part(name, paths, allowed, tuple(re.findall(r"`([^`]+)`", never))))
+    return parts
 
 
-def test_solutions_and_leaderboard_do_not_import_each_other_and_the_leaderboard_no_torch():
-    assert offences(python_files(ROOT / "solutions"), ("leaderboard",)) == []
-    assert offences(python_files(ROOT / "leaderboard"), ("solutions", "torch", "torch_geometric")) == []
+RULE_TABLE = import_rules(ARCHITECTURE_DOC.read_text(encoding="utf-8"))
+
+
+def part_of(relative: str, parts: list[Part] = RULE_TABLE) -> Part | None:
+    """The row naming ``relative`` (a path under the repository) most closely: a file before its folder."""
+    best, depth = None, -1
+    for part in parts:
+        for path in part.paths:
+            hit = relative == path or (path.endswith("/") and relative.startswith(path))
+            if hit and len(path) > depth:
+                best, depth = part, len(path)
+    return best
+
+
+def module_path(module: str) -> str | None:
+    """The repository path of a kit module (``competition.data.graphs`` -> ``competition/data/graphs.py``)."""
+    base = ROOT / Path(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate.relative_to(ROOT).as_posix()
+    return None
+
+
+def layer_offences(files: list[Path], parts: list[Part] = RULE_TABLE) -> list[str]:
+    """Every import that breaks the table: a kit module of a part not allowed, or a forbidden library."""
+    out = []
+    for path in files:
+        relative = path.relative_to(ROOT).as_posix()
+        part = part_of(relative, parts)
+        if part is None:
+            out.append(f"{relative}: no row of the import-rules table names it")
+            continue
+        for line, module, _ in imported_modules(path):
+            root = module.split(".")[0]
+            if root in KIT:
+                target = part_of(module_path(module) or "", parts)
+                if target is None or target is part or part.may_import is None:
+                    continue
+                if target.name not in part.may_import:
+                    out.append(f"{relative}:{line} ({part.name}) imports {module} ({target.name})")
+            elif root in part.never:
+                out.append(f"{relative}:{line} ({part.name}) imports {module}")
+    return out
+
+
+KIT_FILES = [p for package in KIT for p in python_files(ROOT / package)]
+
+
+def test_the_import_rules_table_is_read_and_covers_every_part():
+    names = [part.name for part in RULE_TABLE]
+    assert {"core", "data", "progress", "shared solutions", "gbdt", "gnn", "leaderboard", "command line"} <= set(names)
+    for part in RULE_TABLE:
+        assert part.paths, part.name
+        for path in part.paths:
+            assert (ROOT / path).exists(), f"the table names {path}, which does not exist"
+        assert part.may_import is None or set(part.may_import) <= set(names), part
+
+
+def test_every_file_imports_only_what_its_row_of_the_table_allows():
+    assert layer_offences(KIT_FILES) == []
+
+
+def test_the_rules_are_a_closed_list_inside_core():
+    # The scorer version hashes these files and the Codabench export copies them: every kit module a rules
+    # file imports must be a rules file too, or the exported scorer would not run on its own.
+    from competition.sources import RULES
+
+    rules = {f"competition/{name}" for name in RULES}
+    assert {"competition/scoring.py", "competition/tasks.py", "competition/metrics.py"} <= rules
+    missing = []
+    for relative in sorted(rules):
+        assert (ROOT / relative).is_file(), relative
+        assert part_of(relative).name == "core", relative
+        for line, module, _ in imported_modules(ROOT / relative):
+            if module.split(".")[0] in KIT and module_path(module) not in rules:
+                missing.append(f"{relative}:{line} imports {module}, which is not in RULES")
+    assert missing == []
+
+
+def test_the_kit_has_no_import_cycle():
+    # Module-level and lazy imports alike; a package's own __init__ importing its modules is not a cycle.
+    graph: dict[str, set[str]] = {}
+    for path in KIT_FILES:
+        relative = path.relative_to(ROOT).as_posix()
+        targets = {module_path(m) for _, m, _ in imported_modules(path) if m.split(".")[0] in KIT}
+        graph[relative] = {t for t in targets if t and t != relative
+                           and not (t.endswith("__init__.py") and relative.startswith(t[: -len("__init__.py")]))}
+    cycles = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(trail[trail.index(nxt):] + [node, nxt]) if nxt in trail
+                              else f"{node} -> {nxt}")
+            elif nxt not in state:
+                visit(nxt, [*trail, node])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    assert cycles == []
 
 
 COMMAND_MODULES = [*python_files(COMPETITION / "commands"), ROOT / "solutions" / "commands.py",
@@ -97,15 +193,23 @@ def test_command_modules_import_only_the_standard_library_at_import_time(path):
     assert heavy == []
 
 
-def test_a_layer_break_is_caught(tmp_path):
-    # The scan itself: a lazy import inside a function is found like a top-level one.
-    bad = ROOT / "competition" / "_layer_probe_for_test.py"
-    try:
-        bad.write_text("def f():\n    from competition.data.graphs import load_graph\n")
-        assert offences([bad], ("competition.data",)) == [
-            "competition/_layer_probe_for_test.py:2 imports competition.data.graphs"]
-    finally:
-        bad.unlink()
+def test_a_layer_break_is_caught(tmp_path, monkeypatch):
+    # The scan itself, on probes written to tmp_path and placed in the table as if they were kit files:
+    # a lazy import inside a function is found like a top-level one, and a method importing another is caught.
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    (tmp_path / "competition" / "data").mkdir(parents=True)
+    (tmp_path / "competition" / "data" / "graphs.py").write_text("")
+    (tmp_path / "solutions" / "gnn").mkdir(parents=True)
+    (tmp_path / "solutions" / "gnn" / "__init__.py").write_text("")
+    rules = (tmp_path / "competition" / "probe.py")
+    rules.write_text("def f():\n    from competition.data.graphs import load_graph\n")
+    method = tmp_path / "solutions" / "heuristics.py"
+    method.write_text("import torch\nfrom solutions.gnn import GNNRanker\n")
+    assert layer_offences([rules, method]) == [
+        "competition/probe.py:2 (core) imports competition.data.graphs (data)",
+        "solutions/heuristics.py:1 (heuristic) imports torch",
+        "solutions/heuristics.py:2 (heuristic) imports solutions.gnn (gnn)",
+    ]
 
 
 def test_building_the_command_line_imports_no_numpy():
