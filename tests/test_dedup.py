@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -268,9 +266,3 @@ def test_realscale_nlp_file_round_trip(tmp_path):
     rows, inverse = unique_node_config_rows(graph.node_config_feat)
     np.testing.assert_array_equal(rows[inverse], graph.node_config_feat)
     assert len(rows) <= 121 * 8
-
-
-def test_docstring_examples():
-    """solutions/ is outside pytest's doctest paths (testpaths), so its examples run here."""
-    failed, attempted = doctest.testmod(dedup)
-    assert attempted > 0 and failed == 0

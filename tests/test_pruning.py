@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import re
 from collections import defaultdict
 
@@ -563,20 +562,6 @@ def test_real_layout_graph_reduction():
             assert result.old_to_new.tolist() == old_to_new and result.graph.edge_index.tolist() == edges
     stats = OneHop().prune(graph).stats
     assert (stats.nodes_after, stats.edges_after) == (223, 219)  # 14.2x fewer nodes, 23.3x fewer edges
-
-
-@pytest.mark.parametrize("module", [pruning, pruning.base, pruning.transforms, pruning.graph_ops],
-                         ids=lambda m: m.__name__)
-def test_docstring_examples(module):
-    """solutions/ is outside pytest's doctest paths (testpaths), so its examples run here, with the
-    example graph the package docstring draws (it lives with the test fixtures)."""
-    failed, _ = doctest.testmod(module, extraglobs={"example_graph": example_graph})
-    assert failed == 0
-
-
-def test_every_module_with_examples_has_some():
-    for module in (pruning, pruning.base, pruning.transforms):
-        assert doctest.DocTestFinder().find(module, extraglobs={"example_graph": example_graph}), module
 
 
 # -- pruning names (the registry) ------------------------------------------------------------------
