@@ -23,9 +23,7 @@ sort of all graphs' runtimes (kept within each graph) gives the tie groups (a di
 inversion count over the bits of the position, top-down, all graphs at once: ``log2(max n)``
 linear passes, no Python loop over graphs or configs (see ``_count_inversions``).
 
-Speed, measured on the 2-core development machine with inputs already parsed: 844 tile graphs
-holding ~1M configs score in ~2.5 ms; 50 layout graphs of 1000 configs in ~7 ms (one stable sort of
-50k runtimes is ~3 ms of it).
+Its speed is in BENCHMARKS.md (Scoring).
 
 Undefined cases
 ---------------

@@ -26,28 +26,8 @@ The rules (the numbers are priors, not fitted):
   the choice to the compiler, assumed to pick what the neighbour expects (else the default
   descending layout): never a disagreement.
 
-Where it helps and where it does not, measured on the ``small`` embedded competition (seed 0) with
-the official metric (random: mean of 5 seeds; "all" = the train and valid graphs together, which the
-rule never learned from, so they are a larger, less noisy test set):
-
-===================  ==================  ==================
-collection           valid: rule/random  all: rule/random
-===================  ==================  ==================
-tile:xla             0.875 / 0.822       0.897 / 0.814
-layout:xla:default   0.307 / -0.011      0.219 / -0.008
-layout:xla:random    0.185 / 0.001       0.306 / -0.001
-layout:nlp:default   0.051 / 0.138 (*)   0.134 / 0.025
-layout:nlp:random    0.409 / 0.014       0.457 / 0.000
-===================  ==================  ==================
-
-(*) The nlp:default valid split has a graph with 2 configs (tau = +-1 whatever the method) and one
-with 16: random's 0.138 is that noise; over all 48 graphs random scores 0.025 and the rule 0.134.
-The rule is weakest on nlp:default, whose configs stay close to the default layout and rarely
-change padding or agreement. Ties are common: on the valid split 12 % (nlp:random) to 60 %
-(xla:default) and 81 % (nlp:default, two thirds of its configs are duplicates) of the configs share
-their cost with another config (e.g. layouts that differ only on tensors whose dims are multiples of
-(8, 128) and that agree with their neighbours); ties are broken by config index downstream, which is
-no better than random.
+Where it helps and where it does not (rule vs random per collection, and how often configs tie):
+BENCHMARKS.md, "The heuristic: rule vs random".
 """
 
 from __future__ import annotations
