@@ -63,12 +63,18 @@ class ServerState:
 
     def close(self) -> None:
         self.scorer.close()
+        try:
+            self.db.checkpoint(truncate=True)  # leave no WAL behind a clean shutdown
+        except Exception:  # noqa: BLE001 - a busy or unreachable database must not stop the shutdown
+            log.warning("could not checkpoint the database at shutdown", exc_info=True)
         self.db.dispose()
 
 
 def _sweep(state: ServerState, settings: Settings) -> int:
     cutoff = utcnow() - timedelta(seconds=settings.scoring_timeout_s + settings.stuck_grace_s)
-    return state.leaderboard.sweep_stuck(cutoff)
+    swept = state.leaderboard.sweep_stuck(cutoff)
+    state.db.checkpoint()  # SQLite: keeps the WAL from growing between the automatic checkpoints
+    return swept
 
 
 async def _sweep_forever(state: ServerState, settings: Settings) -> None:
