@@ -6,7 +6,7 @@ import unicodedata
 
 from sqlalchemy import func, select
 
-from leaderboard import auth
+from leaderboard import auth, sessions
 from leaderboard.errors import Conflict, NotFound, Unauthorised
 from leaderboard.models import MAX_ID, Team, utcnow
 from leaderboard.service.competition import CompetitionStore
@@ -55,6 +55,30 @@ class Teams(CompetitionStore):
             if not auth.token_matches(token, stored) or team is None:  # type: ignore[arg-type]
                 raise refusal
             return TeamInfo(team.id, team.name, team.disqualified_at is not None)
+
+    def sign_in(self, token: str | None, browser_key: str | None) -> tuple[TeamInfo, str]:
+        """A web session for the team of ``token``, bound to ``browser_key``: ``(team, cookie value)``."""
+        team = self.authenticate(token)
+        return team, self.session_for(team.id, browser_key)
+
+    def session_for(self, team_id: int, browser_key: str | None) -> str:
+        """A web session cookie value for a team already signed in (e.g. confirming it for this browser)."""
+        with self.db.reader() as session:
+            token_hash = session.scalar(select(Team.token_hash).where(Team.id == team_id))
+        if token_hash is None:
+            raise NotFound(f"no team {team_id}")
+        return sessions.new_session(team_id, token_hash, browser_key)
+
+    def session_team(self, value: str | None) -> tuple[TeamInfo, str] | None:
+        """The team of a session cookie and the browser key digest it was made with; None if not valid."""
+        parsed = sessions.parse_session(value)
+        if parsed is None or not 1 <= parsed[0] <= MAX_ID:
+            return None
+        with self.db.reader() as session:
+            team = session.get(Team, parsed[0])
+            if team is None or not sessions.session_valid(value, team.token_hash):  # type: ignore[arg-type]
+                return None
+            return TeamInfo(team.id, team.name, team.disqualified_at is not None), parsed[1]
 
     def reset_token(self, name: str) -> tuple[TeamInfo, str]:
         """Give a team a new token (a lost or leaked one); the old token stops working at once."""
