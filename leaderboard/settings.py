@@ -43,6 +43,8 @@ class Settings:
         secure_cookies: the browser reaches the site over HTTPS through a proxy that does not say so
             (no ``X-Forwarded-Proto`` from 127.0.0.1): the session cookie gets the ``__Host-`` prefix
             and ``Secure`` anyway. A request that arrives as HTTPS gets them without this.
+        full_disclosure: after the close, team pages show the private score of every scored
+            submission; by default only of each team's final ones, as on Kaggle.
     """
 
     db_url: str = DEFAULT_DB_URL
@@ -56,6 +58,7 @@ class Settings:
     max_team_bytes: int = 200 * 1024 * 1024
     public_url: str = ""
     secure_cookies: bool = False
+    full_disclosure: bool = False
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that :meth:`from_env` reads back."""

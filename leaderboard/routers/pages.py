@@ -174,11 +174,19 @@ async def board_page(page: PageDep, board: Literal["public", "private"] = Query(
 
 @router.get("/teams/{team_id}", response_class=HTMLResponse)
 async def team_page(page: PageDep, leaderboard: LeaderboardDep, team_id: int) -> HTMLResponse:
-    """A team as anyone may see it: ranks, best scores, its scored submissions (no files, no notes)."""
+    """A team as anyone may see it, as on Kaggle: before the close its ranks, best public score and
+    entries; after it also its scored submissions, with private scores only of its final ones
+    (selected or, with none selected, the best public ones) unless the host chose full disclosure."""
     config = await run_in_threadpool(page.cache.config)
     private_visible = config.private_visible(utcnow())
     team = await run_in_threadpool(leaderboard.public_team, team_id)
-    history = await run_in_threadpool(leaderboard.scored_history, team.id, private_visible=private_visible)
+    history = None
+    if private_visible:
+        final = None
+        if not page.settings.full_disclosure:
+            final = set((await run_in_threadpool(final_ids_of, leaderboard.db, team.id, config.max_selected))[0])
+        history = await run_in_threadpool(
+            lambda: leaderboard.scored_history(team.id, private_visible=True, private_of=final))
 
     def entry(board: str):
         return next((e for e in snapshots[board].entries if e.team_id == team.id), None)
@@ -189,6 +197,7 @@ async def team_page(page: PageDep, leaderboard: LeaderboardDep, team_id: int) ->
     return await page.render("team.html", {
         "team": team, "history": history, "public_entry": entry("public"),
         "private_entry": entry("private") if private_visible else None,
+        "full_disclosure": page.settings.full_disclosure,
     })
 
 

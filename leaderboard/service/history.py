@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from datetime import datetime
 
 from sqlalchemy import func, select, update
@@ -28,15 +28,25 @@ class History(CompetitionStore):
             )
             return [submission_view(row, private_visible) for row in rows]
 
-    def scored_history(self, team_id: int, *, private_visible: bool) -> list[dict]:
-        """A team's scored submissions as anyone may see them (time and scores, no file), newest first."""
+    def scored_history(self, team_id: int, *, private_visible: bool,
+                       private_of: Container[int] | None = None) -> list[dict]:
+        """A team's scored submissions as anyone may see them (time and scores, no file), newest first.
+
+        Private scores only once ``private_visible``, and then only of the ids in ``private_of``
+        (None: of all); ``final`` marks those ids.
+        """
         with self.db.reader() as session:
             rows = session.execute(
                 select(Submission.id, Submission.created_at, Submission.public_score, Submission.private_score)
                 .where(Submission.team_id == team_id, Submission.status == SCORED).order_by(Submission.id.desc())
             ).all()
-        return [{"id": i, "submitted_at": iso(created), "public_score": public,
-                 **({"private_score": private} if private_visible else {})} for i, created, public, private in rows]
+        history = []
+        for i, created, public, private in rows:
+            shown = private_visible and (private_of is None or i in private_of)
+            history.append({"id": i, "submitted_at": iso(created), "public_score": public,
+                            "final": private_of is not None and i in private_of,
+                            **({"private_score": private} if shown else {})})
+        return history
 
     def count_submissions(self, team_id: int) -> int:
         with self.db.reader() as session:
