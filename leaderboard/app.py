@@ -40,6 +40,7 @@ from leaderboard.routers import boards, competition, health, pages, submissions
 from leaderboard.scorer import Scorer
 from leaderboard.service import Leaderboard
 from leaderboard.settings import Settings
+from leaderboard.throttle import TokenThrottle
 
 log = logging.getLogger("leaderboard")
 
@@ -118,6 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.token_throttle = TokenThrottle()
     app.include_router(health.router)
     app.include_router(competition.router)
     app.include_router(boards.router)
@@ -154,7 +156,7 @@ def _error_page(title: str, message: str, status_code: int, headers: dict | None
 
 
 _TITLES = {401: "Not signed in", 403: "Refused", 404: "Not found", 405: "Not allowed here", 409: "Conflict",
-           413: "Too large", 422: "Bad request", 429: "Too many uploads", 500: "Server error",
+           413: "Too large", 422: "Bad request", 429: "Too many requests", 500: "Server error",
            503: "Unavailable", 504: "Too slow"}
 
 

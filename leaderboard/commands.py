@@ -423,6 +423,9 @@ def _log_config(level: str) -> dict:
 
     config = copy.deepcopy(LOGGING_CONFIG)
     config["loggers"]["leaderboard"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    # No token sent in a URL reaches the log: query values are redacted (leaderboard.access_log).
+    config.setdefault("filters", {})["redact_query"] = {"()": "leaderboard.access_log.RedactQuery"}
+    config["handlers"]["access"]["filters"] = ["redact_query"]
     return config
 
 

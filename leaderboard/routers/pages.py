@@ -34,10 +34,11 @@ from leaderboard.deps import (
     board_snapshot,
     file_response,
     submit_file,
+    throttled,
 )
 from leaderboard.errors import Conflict, Forbidden, LeaderboardError, Unauthorised
 from leaderboard.models import utcnow
-from leaderboard.service import Leaderboard
+from leaderboard.service import MAX_DESCRIPTION, Leaderboard
 from leaderboard.views import TeamInfo, iso
 
 TOKEN_COOKIE = sessions.SESSION_COOKIE  # the session cookie's name over plain HTTP
@@ -63,11 +64,12 @@ templates.env.filters["interval"] = (
 router = APIRouter(include_in_schema=False)
 
 
-async def _team_from(leaderboard: Leaderboard, token: str | None) -> TeamInfo | None:
+async def _team_from(request: Request, leaderboard: Leaderboard, token: str | None) -> TeamInfo | None:
+    """The team of a typed token, or None; checked under the client's throttle (429 when guessing)."""
     if not token:
         return None
     try:
-        return await run_in_threadpool(leaderboard.authenticate, token)
+        return await throttled(request, leaderboard.authenticate, token)
     except Unauthorised:
         return None
 
@@ -111,6 +113,7 @@ class Page:
             "decimals": self.settings.display_decimals,
             "scorer_version": self.scorer.version,
             "signed_in": self.team,
+            "max_description": MAX_DESCRIPTION,
             "csrf_token": token or csrf.new_token(),
         }
         response = templates.TemplateResponse(self.request, name, {**base, **context}, status_code=status_code)
@@ -151,9 +154,10 @@ def _other_browser(team: TeamInfo) -> str:
             "your own token.")
 
 
-async def _sign_in(leaderboard: Leaderboard, token: str, browser_key: str) -> tuple[TeamInfo, str] | None:
+async def _sign_in(request: Request, leaderboard: Leaderboard, token: str,
+                   browser_key: str) -> tuple[TeamInfo, str] | None:
     try:
-        return await run_in_threadpool(leaderboard.sign_in, token, browser_key)
+        return await throttled(request, leaderboard.sign_in, token, browser_key)
     except Unauthorised:
         return None
 
@@ -235,11 +239,11 @@ async def submit_upload(
     leaderboard: LeaderboardDep,
     file: Annotated[UploadFile, File()],
     token: Annotated[str, Form()] = "",
-    description: Annotated[str, Form(max_length=2000)] = "",
+    description: Annotated[str, Form()] = "",
     browser_key: BrowserKey = "",
 ) -> HTMLResponse:
     token = token.strip()
-    typed = await _team_from(leaderboard, token) if token else None
+    typed = await _team_from(page.request, leaderboard, token) if token else None
     if (typed is None and token) or (not token and page.team is None):
         return await page.render("submit.html", {
             "team": page.team, "result": None,
@@ -265,7 +269,7 @@ async def submit_upload(
     else:
         response = await page.render("submit.html", {"team": team, "result": result, "error": None})
     if page.team is None:
-        signed_in = await _sign_in(leaderboard, token, browser_key)
+        signed_in = await _sign_in(page.request, leaderboard, token, browser_key)
         if signed_in is not None:
             _remember(response, page, signed_in[1])
     return response
@@ -309,7 +313,7 @@ async def mine_file(page: PageDep, leaderboard: LeaderboardDep, submission_id: i
 @router.post("/mine", response_class=HTMLResponse, dependencies=CHECKED)
 async def mine_login(page: PageDep, leaderboard: LeaderboardDep, token: Annotated[str, Form()] = "",
                      browser_key: BrowserKey = "") -> Response:
-    signed_in = await _sign_in(leaderboard, token.strip(), browser_key)
+    signed_in = await _sign_in(page.request, leaderboard, token.strip(), browser_key)
     if signed_in is None:
         return await page.render("mine.html", {"team": None, "message": "That team token is not valid."},
                                  status_code=401)
@@ -325,7 +329,7 @@ async def mine_login(page: PageDep, leaderboard: LeaderboardDep, token: Annotate
 async def mine_switch(page: PageDep, leaderboard: LeaderboardDep, token: Annotated[str, Form()] = "",
                       browser_key: BrowserKey = "") -> Response:
     """The confirmed switch to another team's token."""
-    signed_in = await _sign_in(leaderboard, token.strip(), browser_key)
+    signed_in = await _sign_in(page.request, leaderboard, token.strip(), browser_key)
     if signed_in is None:
         return await page.render("mine.html", {"team": None, "message": "That team token is not valid."},
                                  status_code=401)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from datetime import datetime
 from typing import Self
 
@@ -15,6 +16,13 @@ from leaderboard.database import Database, sqlite_file
 from leaderboard.errors import Conflict, NotInitialised, SolutionTampered
 from leaderboard.models import SCHEMA_VERSION, UPGRADES, CompetitionRow, utcnow
 from leaderboard.views import CompetitionConfig
+
+
+def breaks_the_line(ch: str) -> bool:
+    """Control and format characters and the Unicode line and paragraph separators (U+2028, U+2029):
+    what must never reach a stored name, where it would break a line of a page, log or terminal."""
+    category = unicodedata.category(ch)
+    return category[0] == "C" or category in ("Zl", "Zp")
 
 
 class CompetitionStore:

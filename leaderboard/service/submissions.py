@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import unicodedata
 import zlib
 from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
@@ -43,6 +42,7 @@ from sqlalchemy.orm import Session
 
 from competition.scoring import ScoreReport, SubmissionInvalid
 from leaderboard.errors import (
+    DescriptionTooLong,
     Forbidden,
     InvalidSubmission,
     LimitReached,
@@ -61,7 +61,7 @@ from leaderboard.models import (
     Team,
     utcnow,
 )
-from leaderboard.service.competition import CompetitionStore
+from leaderboard.service.competition import CompetitionStore, breaks_the_line
 from leaderboard.views import Quota, TeamInfo, iso, submission_view
 
 log = logging.getLogger("leaderboard")
@@ -89,18 +89,32 @@ REFUSED_MESSAGE = "Refused: the daily limit was reached before this submission w
 
 
 def clean_file_name(name: str | None) -> str:
-    """The base name of an uploaded file, without control characters, at most 255 characters."""
+    """The base name of an uploaded file, without control characters or line separators, at most 255 characters."""
     base = PurePosixPath((name or "").replace("\\", "/")).name
-    base = "".join(ch for ch in base if unicodedata.category(ch)[0] != "C").strip()
+    base = "".join(ch for ch in base if not breaks_the_line(ch)).strip()
     return base[:MAX_FILE_NAME] or "submission.csv"
 
 
 def clean_description(text: str | None) -> str | None:
-    """A submission's note: one line, no control characters, at most ``MAX_DESCRIPTION`` characters; None if empty."""
+    """A submission's note on one line: control characters and line breaks become spaces; None if empty.
+
+    Its length is checked by ``check_description`` (never cut silently).
+    """
     if text is None:
         return None
-    text = " ".join("".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in text).split())
-    return text[:MAX_DESCRIPTION] or None
+    return " ".join("".join(" " if breaks_the_line(ch) else ch for ch in text).split()) or None
+
+
+def check_description(text: str | None) -> str | None:
+    """The cleaned description; DescriptionTooLong past ``MAX_DESCRIPTION`` characters (the one limit of the
+    form, the API and ``tpugraphs submit -m``)."""
+    cleaned = clean_description(text)
+    if cleaned is not None and len(cleaned) > MAX_DESCRIPTION:
+        raise DescriptionTooLong(
+            f"The description has {len(cleaned)} characters; at most {MAX_DESCRIPTION} are allowed. Shorten it; "
+            "nothing was stored or counted.", max_description_chars=MAX_DESCRIPTION,
+        )
+    return cleaned
 
 
 def _insert_ignore(session: Session, model: type, **values: object) -> None:
@@ -157,6 +171,7 @@ class Submissions(CompetitionStore):
         from leaderboard.scorer import ScoringTimeout
 
         now = now or utcnow()
+        description = check_description(description)
         config = self.config()
         if config.is_closed(now):
             raise Forbidden(config.closed_message())
@@ -229,7 +244,7 @@ class Submissions(CompetitionStore):
             row = Submission(
                 team_id=team_id, created_at=now, file_name=file_name, size_bytes=len(content),
                 sha256=hashlib.sha256(content).hexdigest(), content=zlib.compress(content[:KEPT_PREFIX_BYTES], 1),
-                status=RECEIVED, selected=False, description=clean_description(description),
+                status=RECEIVED, selected=False, description=description,
             )
             session.add(row)
             session.flush()

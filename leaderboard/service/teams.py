@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import unicodedata
-
 from sqlalchemy import func, select
 
 from leaderboard import auth, sessions
 from leaderboard.errors import Conflict, NotFound, Unauthorised
 from leaderboard.models import MAX_ID, Team, utcnow
-from leaderboard.service.competition import CompetitionStore
+from leaderboard.service.competition import CompetitionStore, breaks_the_line
 from leaderboard.views import TeamInfo
 
 MAX_TEAM_NAME = 100
@@ -21,8 +19,8 @@ def _check_team_name(name: str) -> str:
         raise ValueError("a team name cannot be empty")
     if len(name) > MAX_TEAM_NAME:
         raise ValueError(f"a team name has at most {MAX_TEAM_NAME} characters, got {len(name)}")
-    if any(unicodedata.category(ch)[0] == "C" for ch in name):
-        raise ValueError("a team name cannot contain control characters")
+    if any(breaks_the_line(ch) for ch in name):
+        raise ValueError("a team name cannot contain control characters or line separators")
     return name
 
 
