@@ -13,6 +13,7 @@ the Authorization header).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -20,7 +21,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
 from leaderboard import csrf, sessions
@@ -45,6 +46,7 @@ TOKEN_COOKIE = sessions.SESSION_COOKIE  # the session cookie's name over plain H
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 PAGE_SIZE = 20  # submissions per page of /mine
 
+FAVICON = Path(__file__).resolve().parents[1] / "static" / "favicon.svg"
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parents[1] / "templates"))
 templates.env.filters["iso"] = iso
 
@@ -55,7 +57,19 @@ def _time_tag(moment: datetime | str | None) -> Markup:
     return Markup("-") if text is None else Markup('<time datetime="{0}">{0}</time>').format(text)
 
 
+def _code_spans(text: str | None) -> Markup:
+    """Text with `backticked` parts set as code (the API description is written that way); escaped."""
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text or ""))))
+
+
+def _path_breaks(path: str) -> Markup:
+    """An API path that may wrap after each slash and nowhere else."""
+    return Markup("/<wbr>".join(str(escape(part)) for part in path.split("/")))
+
+
 templates.env.filters["time"] = _time_tag
+templates.env.filters["code_spans"] = _code_spans
+templates.env.filters["path_breaks"] = _path_breaks
 templates.env.filters["score"] = lambda value, decimals=4: "-" if value is None else f"{value:.{decimals}f}"
 templates.env.filters["interval"] = (
     lambda ci, decimals=4: "-" if ci is None or ci.get("low") is None
@@ -203,6 +217,12 @@ async def team_page(page: PageDep, leaderboard: LeaderboardDep, team_id: int) ->
         "private_entry": entry("private") if private_visible else None,
         "full_disclosure": page.settings.full_disclosure,
     })
+
+
+@router.get("/favicon.ico")
+async def favicon() -> Response:
+    """The site's icon where a client asks for it by the old name (pages link /static/favicon.svg)."""
+    return Response(FAVICON.read_bytes(), media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
 @router.get("/rules", response_class=HTMLResponse)

@@ -142,3 +142,54 @@ def test_submit_status_prints_each_submission_on_one_line():
             "remaining_today": 1, "daily_limit": 5, "used_today": 4, "resets_at": "2026-01-02T00:00:00Z"}
     text = format_status(mine)
     assert "\u2028" not in text and "x?y.csv" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Polish, checked in headless Chromium
+
+
+def test_favicon_is_served(client):
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert client.get("/static/favicon.svg").status_code == 200
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/").text
+
+
+# For each path on /docs: the characters before each line break the browser made (must all be "/").
+_BREAKS_IN_PATHS = """() => [...document.querySelectorAll('code.path')].map(code => {
+  const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+  const chars = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange(); range.setStart(node, i); range.setEnd(node, i + 1);
+      chars.push([node.data[i], range.getBoundingClientRect().top]);
+    }
+  }
+  const before = [];
+  for (let i = 1; i < chars.length; i++) if (chars[i][1] > chars[i - 1][1] + 2) before.push(chars[i - 1][0]);
+  return before;
+})"""
+
+
+@pytest.mark.slow
+def test_docs_favicon_and_headings_in_a_browser(browser, leaderboard, settings):
+    with LiveServer(create_app(settings)) as server:
+        context = browser.new_context(viewport={"width": 390, "height": 844})
+        page = context.new_page()
+        missing = []
+        page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+        page.goto(server.url + "/docs")
+        intro = page.inner_text("#api-intro")
+        assert "`" not in intro and "Authorization: Bearer TEAM_TOKEN" in page.inner_text("#api-intro code")
+        breaks = page.evaluate(_BREAKS_IN_PATHS)
+        assert any(breaks), "no path wraps at 390 px: the check saw nothing"
+        assert all(ch == "/" for path in breaks for ch in path), breaks
+        page.goto(server.url + "/")
+        assert page.inner_text("h1") == "Public leaderboard" and page.locator("#boards").count() == 0
+        leaderboard.reveal()
+        page.goto(server.url + "/?board=private")
+        assert page.inner_text("h1") == "Leaderboard"
+        assert page.locator("#boards a.current").inner_text() == "Private"
+        page.wait_for_timeout(300)  # let the browser ask for an icon if it is going to
+        assert missing == [], missing
+        context.close()
