@@ -106,6 +106,13 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--public-url", default="", metavar="URL",
                        help="the address participants use (https://lb.example.org), when a proxy in front "
                             "rewrites the Host header: web forms are accepted only from this origin")
+    serve.add_argument("--full-disclosure", action="store_true",
+                       help="after the close, team pages show the private score of every scored submission "
+                            "(default: only of each team's final ones, as on Kaggle)")
+    serve.add_argument("--secure-cookies", action="store_true",
+                       help="participants use HTTPS through a proxy that sends no X-Forwarded-Proto: give the "
+                            "session cookie the __Host- prefix and Secure anyway (implied by an https "
+                            "--public-url)")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
     action("rescore", "score every submission again with this kit's scorer", _rescore,
@@ -389,7 +396,9 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(db_url=args.db, max_upload_bytes=int(args.max_upload_mb * 2**20),
                         scoring_timeout_s=args.scoring_timeout, scoring_slots=args.scoring_slots,
                         board_cache_s=args.board_cache, max_uncounted_per_day=args.max_uncounted_per_day,
-                        max_team_bytes=int(args.max_team_mb * 2**20), public_url=args.public_url.rstrip("/"))
+                        max_team_bytes=int(args.max_team_mb * 2**20), public_url=args.public_url.rstrip("/"),
+                        secure_cookies=args.secure_cookies or args.public_url.startswith("https://"),
+                        full_disclosure=args.full_disclosure)
     import uvicorn
 
     log_config = _log_config(args.log_level)
@@ -414,6 +423,9 @@ def _log_config(level: str) -> dict:
 
     config = copy.deepcopy(LOGGING_CONFIG)
     config["loggers"]["leaderboard"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    # No token sent in a URL reaches the log: query values are redacted (leaderboard.access_log).
+    config.setdefault("filters", {})["redact_query"] = {"()": "leaderboard.access_log.RedactQuery"}
+    config["handlers"]["access"]["filters"] = ["redact_query"]
     return config
 
 
