@@ -42,9 +42,8 @@ from competition.collections import COLLECTION_BY_NAME, Collection
 from competition.data.graphs import Graph, LayoutGraph, TileGraph, load_graph, save_graph
 from competition.data.protos.featurize import featurize_file
 from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
-from competition.metrics import kendall_tau_scores, tile_slowdown_score
-from competition.stats import intervals
-from competition.stats.bootstrap import Interval, percentile_interval
+from competition.metrics import tile_slowdown_score
+from competition.stats import intervals, layout_taus, tau_interval
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
 METHODS = ("random", "heuristic", "gbdt", "gnn")
@@ -143,28 +142,6 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
 # -- scoring ---------------------------------------------------------------------------------------
 
 
-def layout_taus(predictions: Sequence[np.ndarray], runtimes: Sequence[np.ndarray]) -> np.ndarray:
-    """Kendall tau-b (the official metric) of each run's predictions against its runtimes."""
-    orders = [np.argsort(p, kind="stable") for p in predictions]
-    offsets = np.concatenate([[0], np.cumsum([len(r) for r in runtimes])]).astype(np.int64)
-    return kendall_tau_scores(np.concatenate(orders), np.concatenate(runtimes).astype(np.float64), offsets)
-
-
-def layout_interval(predictions: Sequence[np.ndarray], runtimes: Sequence[np.ndarray], *, draws: int = DRAWS,
-                    seed: int = 0, confidence: float = 0.95) -> Interval:
-    """Mean tau over runs, with a percentile interval from resampling the ranked configs (and the run)."""
-    estimate = float(np.mean(layout_taus(predictions, runtimes)))
-    rng = np.random.default_rng(seed)
-    runs = rng.integers(0, len(predictions), size=draws)
-    samples_p, samples_r = [], []
-    for run in runs:
-        n = len(runtimes[run])
-        pick = rng.integers(0, n, size=n)
-        samples_p.append(predictions[run][pick])
-        samples_r.append(runtimes[run][pick])
-    return percentile_interval(estimate, layout_taus(samples_p, samples_r), confidence)
-
-
 def tile_scores(predictions: Sequence[np.ndarray], kernels: Sequence[TileGraph]) -> np.ndarray:
     """The official tile score of each kernel, from its predictions."""
     out = []
@@ -220,7 +197,7 @@ def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]],
         runtimes = [t[0].config_runtime.astype(np.float64) for t in truths]
         taus = layout_taus(preds, runtimes)
         cell.runs = [round(float(t), 4) for t in taus]
-        ci = layout_interval(preds, runtimes, seed=seed)
+        ci = tau_interval(preds, runtimes, draws=DRAWS, seed=seed)
     else:
         per_run = [tile_scores(p, t) for p, t in zip(predictions, truths, strict=True)]
         cell.runs = [round(float(s.mean()), 4) for s in per_run]

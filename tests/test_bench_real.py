@@ -11,6 +11,7 @@ from real_protos import KAGGLE_TREE, needs_kaggle_tree, needs_realdata
 
 from benchmarks import bench_real
 from competition.data.graphs import LayoutGraph
+from competition.stats import tau_interval
 
 
 @needs_realdata()
@@ -70,11 +71,11 @@ def test_a_graph_with_different_settings_has_signal():
 
 def test_the_interval_brackets_the_mean_tau_and_a_perfect_ranking_scores_one():
     runtimes = np.arange(1.0, 201.0)
-    perfect = bench_real.layout_interval([runtimes.copy()], [runtimes], draws=200)
+    perfect = tau_interval([runtimes.copy()], [runtimes], draws=200)
     assert perfect.estimate == pytest.approx(1.0) and perfect.low > 0.99  # resampled duplicates tie
     rng = np.random.default_rng(1)
     noisy = [runtimes + rng.normal(0, 40, size=200) for _ in range(3)]
-    ci = bench_real.layout_interval(noisy, [runtimes] * 3, draws=500)
+    ci = tau_interval(noisy, [runtimes] * 3, draws=500)
     assert ci.low < ci.estimate < ci.high and 0.3 < ci.estimate < 0.95
 
 

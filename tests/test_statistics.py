@@ -590,3 +590,32 @@ def test_demo_table_marks_differences_within_noise(solved_tiny):
     table = results_table(results, marks)
     assert "~ within noise of the best" in table
     assert results_table(results).count("~") == 0
+
+
+def test_demo_ends_with_how_its_models_rank_the_shipped_real_graph(solved_tiny):
+    from competition.data.protos.featurize import featurize_file
+    from competition.data.realdata import LAYOUT_PROTO
+    from solutions.demo import real_data_line
+    from solutions.heuristics import layout_cost
+
+    _, runs = solved_tiny
+    line = real_data_line({"heuristic": runs["heuristic"].model_dir, "random": runs["random"].model_dir})
+    assert "real data, one graph" in line and "112 measured configs" in line and "make bench-real" in line
+    # The heuristic's tau on the real graph is the official metric of its own cost ranking.
+    [(_, graph)] = featurize_file(LAYOUT_PROTO)
+    expected = stats.layout_taus([np.log1p(layout_cost(graph))], [graph.config_runtime.astype(np.float64)])[0]
+    assert f"heuristic {expected:+.2f} [" in line
+
+
+def test_one_graph_tau_interval_is_the_metric_and_resamples_configs():
+    from competition.metrics import kendall_tau_score
+
+    rng = np.random.default_rng(3)
+    runtimes = rng.uniform(1, 2, size=60)
+    predicted = runtimes + rng.normal(0, 0.3, size=60)
+    ci = stats.tau_interval([predicted], [runtimes], draws=400, seed=1)
+    assert ci.estimate == pytest.approx(kendall_tau_score(np.argsort(predicted, kind="stable"), runtimes))
+    assert ci.low < ci.estimate < ci.high
+    assert stats.tau_interval([predicted], [runtimes], draws=400, seed=1) == ci  # seeded
+    with pytest.raises(ValueError, match="run 0: 59 predictions for 60 runtimes"):
+        stats.tau_interval([predicted[:-1]], [runtimes])
