@@ -465,3 +465,24 @@ def test_runs_on_different_collections_accumulate(tiny_competition, tmp_path, ex
     assert manifest["collections"]["tile:xla"]["run_id"] != manifest["collections"]["layout:xla:random"]["run_id"]
     solve(public(tiny_competition), "oracle", tmp_path / "out.csv", collections=TWO, options=QUIET,
           model_dir=models, predict_only=True)
+
+
+@pytest.mark.parametrize(("selection", "shown"), [
+    ({"mode": "cross-validation", "cv_folds": 4, "note": "the valid split has only 3 kernels, ..."}, True),
+    ({"mode": "cross-validation", "cv_folds": 0, "note": "too few train kernels: nothing was cross-validated"},
+     False),
+    ({"mode": "valid", "valid_graphs": 8, "informative_graphs": 6, "note": "selected on 6 valid graphs"}, False),
+])
+def test_the_selection_note_is_one_sentence_under_the_table_only_when_the_fallback_ran(tmp_path, selection, shown):
+    collection = runner.CollectionReport(
+        collection="tile:xla", metric="tile_slowdown", validation_score=0.9, valid_graphs=3, test_graphs=4,
+        fit_seconds=1.0, validate_seconds=0.1, predict_seconds=0.1, peak_memory_mb=10.0, model_path=None,
+        details={"selection": selection})
+    report = runner.SolveReport(method="gbdt", submission=tmp_path / "s.csv", rows=4, collections=[collection],
+                                options=FitOptions(), predict_only=False, model_dir=tmp_path, seconds=1.0,
+                                process_peak_memory_mb=10.0)
+    lines = report.format_table().splitlines()
+    notes = [line for line in lines if selection["note"] in line]
+    assert notes == ([f"tile:xla: {selection['note']}."] if shown else [])
+    if shown:
+        assert lines.index(notes[0]) > lines.index(next(line for line in lines if line.startswith("gbdt:")))
