@@ -590,3 +590,17 @@ def test_demo_table_marks_differences_within_noise(solved_tiny):
     table = results_table(results, marks)
     assert "~ within noise of the best" in table
     assert results_table(results).count("~") == 0
+
+
+def test_shakeup_shows_whole_file_names_and_stats_label_its_three_figures(tiny_competition, tmp_path, capsys):
+    import shutil
+
+    from competition.cli import main
+
+    long_name = tmp_path / ("a_submission_whose_name_is_longer_than_thirty_characters_" + "x" * 20 + ".csv")
+    shutil.copy(tiny_competition / "public" / "sample_submission.csv", long_name)
+    solution = str(tiny_competition / "private" / "solution.csv")
+    assert main(["shakeup", str(long_name), "--solution", solution, "--draws", "20"]) == 0
+    assert str(long_name) in capsys.readouterr().out  # never cut: the start often tells the files apart
+    assert main(["stats", str(tiny_competition / "public"), "--collection", "tile:xla"]) == 0
+    assert "| nodes (min / median / max) |" in capsys.readouterr().out
