@@ -147,6 +147,16 @@ def parse_seeds(text: str | None, seed: int) -> list[int] | None:
     return seeds
 
 
+def _input_failed(message: str, to_stdout: bool) -> int:
+    """Exit 1 with ``message`` on stderr (and, for ``--json``, as one JSON document on stdout)."""
+    from competition.commands._json import message_problem, problems_document
+
+    print(f"tpugraphs solve: {message}", file=sys.stderr)
+    if to_stdout:
+        print(problems_document([message_problem(message)], 1))
+    return 1
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import os
@@ -190,12 +200,10 @@ def run(args: argparse.Namespace) -> int:
     except SolveError as exc:
         raise UsageError(str(exc)) from None
     except DataFormatError as exc:
-        print(f"tpugraphs solve: cannot read the data: {exc}", file=sys.stderr)
-        return 1
+        return _input_failed(f"cannot read the data: {exc}", to_stdout)
     except OSError as exc:  # e.g. the disk filled up while a cache or a model was written
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"tpugraphs solve: cannot write: {exc.strerror or exc}{where}", file=sys.stderr)
-        return 1
+        return _input_failed(f"cannot write: {exc.strerror or exc}{where}", to_stdout)
     if report is None:  # a torchrun process other than rank 0: that one reports and writes the file
         print(f"tpugraphs solve: rank {os.environ.get('RANK', '?')} done; rank 0 wrote {args.out}", flush=True,
               file=sys.stderr if to_stdout else sys.stdout)
