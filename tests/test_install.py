@@ -1,7 +1,7 @@
 """The dependency split: pyproject.toml's base install and extras cover what each part of the kit imports.
 
 ``pip install .`` is the rules alone (numpy, pandas, tqdm); ``solutions``, ``leaderboard``,
-``notebooks``, ``kaggle`` and ``dev`` add the other parts (README, "Install"). Every import statement
+``notebooks``, ``kaggle`` and ``dev`` add the other parts (docs/install.md). Every import statement
 of the tree is read (module level and inside functions, notebooks' code cells too) and each
 third-party module must come from a requirement declared for its part, so a new import without its
 dependency fails here; a declared requirement nothing uses fails too.
