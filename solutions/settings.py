@@ -78,7 +78,7 @@ class Setting:
         return f" {low or high}" if low or high else ""
 
     def refuse(self, value: object, why: str = "", given: str | None = None) -> SettingError:
-        shown = given if given is not None else value if isinstance(value, str) else _show(value)
+        shown = _text(given if given is not None else value if isinstance(value, str) else _show(value))
         return SettingError(f"setting {self.name}={shown}: {why or 'not allowed'}; {self.name} must be "
                             f"{self.allowed()} (default {_show(self.default)})")
 
@@ -227,6 +227,12 @@ def to_json_schema(settings_class: type) -> list[dict]:
 
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def _text(text: str) -> str:
+    """A value as given, on one line: quoted with escapes when it holds a control character, cut when long."""
+    shown = text if text.isprintable() else repr(text)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _show(value: object) -> str:

@@ -46,6 +46,7 @@ BAD_PARAMS = [
     ("gnn", ["pruning=khop"], "setting pruning=khop: khop takes K or K:P"),
     ("gnn", ["training=gst"], "setting training=gst with fusion=intermediate"),
     ("gnn", ["hidden"], "--param hidden: expected NAME=VALUE"),
+    ("gnn", ["hidden=\n"], "setting hidden='\\n': not an integer"),  # shown on one line, escaped
     ("gnn", ["hidden=8", "hidden=16"], "--param hidden=8 and --param hidden=16 contradict each other"),
     ("gbdt", ["num_leaves=x"], "setting num_leaves=x: not an integer; num_leaves must be an integer >= 2"),
     ("gbdt", ["learning_rate=-1"], "setting learning_rate=-1: too small; learning_rate must be a number > 0"),
@@ -70,7 +71,7 @@ def test_a_bad_param_is_one_line_and_exit_2_before_any_data_is_read(tiny_competi
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], captured.err
-    assert "Traceback" not in captured.err and "=" not in lines[0].split(":")[0].replace("--param", "")
+    assert "Traceback" not in captured.err and "=True" not in captured.err  # no Python keyword syntax
     assert not out.exists() and not (tmp_path / "sub.models").exists()
 
 
@@ -115,7 +116,7 @@ def _method_and_texts():
                         min_size=1, max_size=4)))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(_method_and_texts())
 def test_random_texts_are_refused_with_a_setting_error_or_give_settings_every_collection_accepts(case):
     """The property behind "exit 2 or a valid run": any text for any setting of any method either
