@@ -158,6 +158,7 @@ def test_what_the_kit_writes_by_default_is_ignored():
     from leaderboard.commands import DEFAULT_DB
 
     defaults = [DEFAULT_DB.removeprefix("sqlite:///"), "data/demo/private/solution.csv", "runs/gbdt.csv",
-                "runs/gbdt.models/tile_xla/model.txt", "notebooks/output/work/leaderboard.db"]
+                "runs/gbdt.models/tile_xla/model.txt", "notebooks/output/work/leaderboard.db", "leaderboard.db",
+                "leaderboard.db-wal"]
     assert not_ignored(defaults) == []
     assert not_ignored(["README.md", "solutions/settings.py"]) == ["README.md", "solutions/settings.py"]
