@@ -156,9 +156,21 @@ def setting(default: object = dataclasses.MISSING, meaning: str = "", *,
     return dataclasses.field(default=default, metadata=metadata)
 
 
-@cache
 def schema(settings_class: type) -> dict[str, Setting]:
-    """The schema rows of a settings dataclass, in field order (class defaults)."""
+    """The schema rows of a settings dataclass, in field order (class defaults).
+
+    A default made by a factory (the gnn's ``pruning``, read from ``DEFAULT_PRUNING`` when a config
+    is made) is read again on every call, so the rows never show a stale default.
+    """
+    rows = _rows(settings_class)
+    factories = {f.name: f.default_factory for f in dataclasses.fields(settings_class)
+                 if f.default_factory is not dataclasses.MISSING}
+    return {name: dataclasses.replace(row, default=factories[name]()) if name in factories else row
+            for name, row in rows.items()}
+
+
+@cache
+def _rows(settings_class: type) -> dict[str, Setting]:
     hints = typing.get_type_hints(settings_class)
     rows = {}
     for field in dataclasses.fields(settings_class):

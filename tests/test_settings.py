@@ -147,3 +147,12 @@ def test_list_params_json_is_one_document(method, capsys):
     names = [row["name"] for row in document["settings"]]
     assert names == (list(schema(SETTINGS_CLASSES[method])) if SETTINGS_CLASSES[method] else [])
     assert all({"name", "default", "allowed", "meaning"} <= set(row) for row in document["settings"])
+
+
+def test_a_default_made_by_a_factory_is_read_when_asked(monkeypatch):
+    from solutions.gnn import data as gnn_data
+    from solutions.gnn.settings import GNNConfig
+
+    assert schema(GNNConfig)["pruning"].default == "onehop"
+    monkeypatch.setattr(gnn_data, "DEFAULT_PRUNING", "configurable")
+    assert schema(GNNConfig)["pruning"].default == "configurable" == GNNConfig().pruning
