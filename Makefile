@@ -36,8 +36,8 @@ $(VENV)/.torch: $(BIN)/python
 	fi
 	@touch $@
 
-# pyproject.toml is the one list of dependencies; each target installs the extras it needs (README,
-# "Install"): make demo the reference solutions (`solutions`), make test everything (`dev`). The kit
+# pyproject.toml is the one list of dependencies; each target installs the extras it needs
+# (docs/install.md): make demo the reference solutions (`solutions`), make test everything (`dev`). The kit
 # itself is installed editable, so the tpugraphs command runs this checkout's code. $(STAMP) is the
 # demo's install (the kit and its reference solutions), $(TEST_STAMP) everything.
 $(VENV)/.installed-%: $(VENV)/.torch pyproject.toml

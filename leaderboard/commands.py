@@ -11,7 +11,8 @@ import os
 import sys
 
 DB_ENV = "TPUGRAPHS_LEADERBOARD_DB"
-DEFAULT_DB = "sqlite:///leaderboard.db"
+# Under runs/, which git ignores: the database holds the hidden labels and must never be committed.
+DEFAULT_DB = "sqlite:///runs/leaderboard.db"
 
 LEADERBOARD_HELP = "host a leaderboard: init, add-team, serve, rescore, reveal, export, upgrade"
 LEADERBOARD_EPILOG = f"""\
@@ -42,6 +43,17 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
                         help=f"SQLAlchemy database URL (default: ${DB_ENV} or {DEFAULT_DB})")
 
 
+def _default_db_folder_made(handler):
+    """``handler`` that first makes the default database's folder (``runs/``) when that database is used."""
+
+    def run(args: argparse.Namespace) -> int:
+        if args.db == DEFAULT_DB:
+            os.makedirs(DEFAULT_DB.removeprefix("sqlite:///").rpartition("/")[0], exist_ok=True)
+        return handler(args)
+
+    return run
+
+
 def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("leaderboard", help=LEADERBOARD_HELP, description=LEADERBOARD_HELP + ".",
                                    epilog=LEADERBOARD_EPILOG, formatter_class=_formatter())
@@ -52,7 +64,7 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
         sub = actions.add_parser(name, help=help_text, description=help_text + ".", epilog=epilog,
                                  formatter_class=_formatter())
         _add_db(sub)
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=_default_db_folder_made(handler))
         return sub
 
     init = action("init", "create a competition from a solution file and the public test data", _init,

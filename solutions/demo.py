@@ -139,6 +139,27 @@ gbdt took 17.6 min and the default gnn 21.7 min for all five collections on 2 co
 wider gnn models want a GPU."""
 
 
+def _beside_python(name: str) -> str:
+    """``name`` in the folder of this python (``.venv/bin/NAME``), relative to the current folder when
+    it lies under it, so that a hint printed here runs as printed in a fresh shell."""
+    path = Path(sys.executable).parent / name
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def tpugraphs_command() -> str:
+    """The ``tpugraphs`` console script of this environment, as a fresh shell can run it."""
+    return _beside_python("tpugraphs")
+
+
+def activate_line() -> str:
+    """The line that puts this environment's ``tpugraphs`` on PATH in a fresh shell."""
+    command = f"source {_beside_python('activate')}"
+    return f"{command:<53} # tpugraphs on PATH in a new shell"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m solutions.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(real_data_line({m: solved.model_dir for m, (solved, _) in results.items()}))
     print(f"\nmake demo finished in {time.perf_counter() - started:.0f} s. Submissions: {out / 'submissions'}; "
-          f"score one yourself: tpugraphs score {out / 'submissions' / 'gnn.csv'} --solution {solution_path}")
-    print(NEXT_STEPS)
+          f"score one yourself:\n  {tpugraphs_command()} score {out / 'submissions' / 'gnn.csv'} --solution {solution_path}")
+    print(NEXT_STEPS.replace("\n  tpugraphs download", f"\n  {activate_line()}\n  tpugraphs download", 1))
     return 0 if results else 1
 
 

@@ -619,3 +619,17 @@ def test_one_graph_tau_interval_is_the_metric_and_resamples_configs():
     assert stats.tau_interval([predicted], [runtimes], draws=400, seed=1) == ci  # seeded
     with pytest.raises(ValueError, match="run 0: 59 predictions for 60 runtimes"):
         stats.tau_interval([predicted[:-1]], [runtimes])
+
+
+def test_shakeup_shows_whole_file_names_and_stats_label_its_three_figures(tiny_competition, tmp_path, capsys):
+    import shutil
+
+    from competition.cli import main
+
+    long_name = tmp_path / ("a_submission_whose_name_is_longer_than_thirty_characters_" + "x" * 20 + ".csv")
+    shutil.copy(tiny_competition / "public" / "sample_submission.csv", long_name)
+    solution = str(tiny_competition / "private" / "solution.csv")
+    assert main(["shakeup", str(long_name), "--solution", solution, "--draws", "20"]) == 0
+    assert str(long_name) in capsys.readouterr().out  # never cut: the start often tells the files apart
+    assert main(["stats", str(tiny_competition / "public"), "--collection", "tile:xla"]) == 0
+    assert "| nodes (min / median / max) |" in capsys.readouterr().out
