@@ -113,7 +113,7 @@ class SolveReport:
                   + f"; mean {np.mean(list(c.seed_validation_scores.values())):.4f}; "
                     f"{BLEND} blend {c.validation_score:.4f}"
                   for c in self.collections if c.seed_validation_scores]
-        lines += [f"{c.collection}: model selection {c.details['selection']['note']}"
+        lines += [f"{c.collection}: {c.details['selection']['note']}."
                   for c in self.collections if _selection_is_notable(c.details)]
         if not self.complete:
             lines.append(self.partial_note())
@@ -159,11 +159,11 @@ class SolveReport:
 
 
 def _selection_is_notable(details: dict) -> bool:
-    """Whether a method's model selection left valid graphs out or fell back to cross-validation
-    (``solutions.selection``): the table then says so under the scores."""
+    """Whether a method's model selection really fell back to cross-validation (``solutions.selection``;
+    ``cv_folds`` > 0: some folds were trained): the table then says so, once, under the scores."""
     selection = details.get("selection") if isinstance(details, dict) else None
-    return isinstance(selection, dict) and "note" in selection and (
-        selection.get("mode") != "valid" or selection.get("informative_graphs") != selection.get("valid_graphs"))
+    return (isinstance(selection, dict) and "note" in selection and selection.get("mode") == "cross-validation"
+            and int(selection.get("cv_folds") or 0) > 0)
 
 
 def _finite_or_none(value: float) -> float | None:

@@ -4,8 +4,9 @@ with a message for the person at the keyboard (``tpugraphs solve`` prints it and
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from competition.collections import COLLECTIONS, Collection, get_collection
@@ -38,16 +39,53 @@ def resolve_collections(names: Sequence[str] | None) -> tuple[Collection, ...]:
     return tuple(c for c in COLLECTIONS if c in chosen)
 
 
-def describe_params(method: str) -> str:
-    """The ``--list-params`` text of a method: each setting, its default and its meaning."""
+def describe_params(method: str, *, as_json: bool = False) -> str:
+    """The ``--list-params`` text of a method: each setting, its default, what is allowed and its meaning
+    (``as_json``: one JSON document, ``{"method", "settings": [{name, default, allowed, meaning}], "note"}``)."""
     from solutions.params import format_params
 
     info = resolve_method(method)
     table = getattr(info.load_class(), "param_table", None)
+    params, note = table() if table is not None else ([], "")
+    if as_json:
+        return json.dumps({"method": info.name, "settings": [p.to_json() for p in params], "note": note}, indent=2)
     if table is None:
         return f"--method {info.name} has no settings (--param is not used)"
-    params, note = table()
     return format_params(info.name, params, note)
+
+
+def parse_method_params(method: str, texts: Mapping[str, str]) -> dict[str, object]:
+    """``--param`` texts -> typed values, each read by the method's schema (``solutions.settings``):
+    ``{"hidden": "64"}`` -> ``{"hidden": 64}``. ``SolveError`` (one line) for a name or value refused."""
+    from solutions.settings import SettingError, parse_texts
+
+    info = resolve_method(method)
+    if not texts:
+        return {}
+    settings_class = getattr(info.load_class(), "settings_class", None)
+    if settings_class is None:
+        raise SolveError(f"--param {', '.join(texts)}: --method {info.name} has no settings")
+    try:
+        return parse_texts(settings_class, texts, info.name)
+    except SettingError as exc:
+        raise SolveError(str(exc)) from None
+
+
+def check_params(info: MethodInfo, collections: Sequence[Collection], params: Mapping[str, object]) -> None:
+    """Build the settings each chosen collection will be fitted with, so that a value or a combination
+    the schema refuses stops the run before any data is read or any folder is made."""
+    from solutions.settings import SettingError
+
+    if not params:
+        return
+    settings_for = getattr(info.load_class(), "settings_for", None)
+    if settings_for is None:
+        raise SolveError(f"--param {', '.join(params)}: --method {info.name} has no settings")
+    try:
+        for collection in collections:
+            settings_for(collection.name, dict(params))
+    except SettingError as exc:
+        raise SolveError(str(exc)) from None
 
 
 def resolve_method(name: str) -> MethodInfo:

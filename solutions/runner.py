@@ -66,11 +66,13 @@ from solutions.run_checks import (
     SolveError,
     check_cache_dir,
     check_device,
+    check_params,
     check_splits,
     check_world,
     collection_slug,
     default_model_dir,
     describe_params,
+    parse_method_params,
     resolve_collections,
     resolve_device,
     resolve_method,
@@ -167,14 +169,7 @@ def predict_rows(method, method_name: str, data_dir: Path, collection: Collectio
 
 
 def _make_method(info: MethodInfo, params: Mapping[str, object]):
-    cls = info.load_class()
-    try:
-        return cls(**params)
-    except (TypeError, ValueError) as exc:
-        if params:
-            raise SolveError(f"method {info.name!r} does not accept the parameter(s) "
-                             f"{', '.join(params)}: {exc}") from None
-        raise
+    return info.load_class()(**params)  # the settings were checked by check_params before any work
 
 
 def _load_method(info: MethodInfo, path: Path, options: FitOptions):
@@ -275,6 +270,9 @@ def solve(
     say = log or (lambda line: None)
     info = resolve_method(method)
     chosen = resolve_collections(collections)
+    if predict_only and params:
+        raise SolveError("--param has no effect with --predict-only (the saved models keep their settings)")
+    check_params(info, chosen, params)
     seeds = _check_seeds(seeds, options, predict_only)
     if len(seeds) == 1:
         options = replace(options, seed=seeds[0])
@@ -290,8 +288,6 @@ def solve(
     check_world(world_size, info, predict_only)
     saved_folders: dict[str, Path] = {}
     if predict_only:
-        if params:
-            raise SolveError("--param has no effect with --predict-only (the saved models keep their settings)")
         try:  # before any work: every model folder must come whole from a completed run
             saved_folders = model_store.check_saved_run(model_dir, info.name, [c.name for c in chosen])
         except model_store.ModelStoreError as exc:
@@ -423,6 +419,7 @@ __all__ = [
     "SolveReport",
     "collection_slug",
     "describe_params",
+    "parse_method_params",
     "graph_score",
     "predict_rows",
     "solve",

@@ -51,4 +51,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json_dict()) if args.json else result.format(worst=args.worst))
         return 0
 
-    return common.run_guarded("report", body)
+    return common.run_guarded("report", body, as_json=args.json)
