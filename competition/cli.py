@@ -40,6 +40,7 @@ COMMAND_MODULES = (
     "competition.commands.stats",
     "competition.commands.submit",
     "solutions.commands",
+    "solutions.rank_command",
     "leaderboard.commands",
 )
 
