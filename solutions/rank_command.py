@@ -23,8 +23,8 @@ A plain HLO module proto (--xla_dump_hlo_as_proto) and tile kernels are not supp
 configurable nodes and their menus come from the TPU compiler's autotuner (docs/rank.md).
 
 JSON keys: program, model {method, collection, dir, models}, candidates, candidate_source, reference,
-top [{rank, candidate, predicted_score, predicted_relative_runtime (null: the models' scores are not
-runtimes), config, changes [{node, opcode, tensor, from, to}]}].
+top [{rank, candidate, predicted_score (null for a seed ensemble), predicted_relative_runtime (null:
+the models' scores are not runtimes), config, changes [{node, opcode, tensor, from, to}]}].
 
 exit status: 0 ranked, 1 an unreadable or foreign program or configs file, 2 usage error (no saved
 model for the collection, bad options)

@@ -55,7 +55,7 @@ def strip_runs(data: bytes) -> bytes:
     return bytes(kept)
 
 
-def solve_predict_only(root: Path, program: Path, tmp_path: Path) -> list[int]:
+def solve_predict_only(root: Path, program: Path, tmp_path: Path, models: str = "sub.models") -> list[int]:
     """What ``solve --predict-only`` writes for ``program`` as the one test graph of the collection."""
     data = tmp_path / "data"
     shutil.copytree(root / "comp" / "public", data)
@@ -66,15 +66,15 @@ def solve_predict_only(root: Path, program: Path, tmp_path: Path) -> list[int]:
                test_dir / "program.npz")
     out = tmp_path / "predicted.csv"
     code = main(["solve", "--method", "gbdt", "--collection", COLLECTION, "--data", str(data), "--out", str(out),
-                 "--model-dir", str(root / "sub.models"), "--predict-only"])
+                 "--model-dir", str(root / models), "--predict-only"])
     assert code == 0
     with out.open(newline="") as f:
         (row,) = [r for r in csv.DictReader(f) if r["ID"] == f"{COLLECTION}:program"]
     return [int(i) for i in row["TopConfigs"].split(";")]
 
 
-def ranked(capsys, program: Path, root: Path, *extra: str) -> dict:
-    code, out, err = cli(capsys, "rank", str(program), "--model", str(root / "sub.models"), "--top", "100000",
+def ranked(capsys, program: Path, root: Path, *extra: str, models: str = "sub.models") -> dict:
+    code, out, err = cli(capsys, "rank", str(program), "--model", str(root / models), "--top", "100000",
                          "--json", *extra)
     assert code == 0, err
     return json.loads(out)
@@ -105,6 +105,24 @@ def test_rank_of_the_real_proto_with_runs_stripped_equals_solve_predict_only(cap
     for entry in whole["top"]:
         same = np.array_equal(np.asarray(entry["config"], dtype=np.float32), default)
         assert (entry["changes"] == []) == same
+
+
+@needs_realdata(LAYOUT_PROTO)
+def test_a_seed_ensemble_and_an_npz_program_rank_as_solve_does(capsys, trained, tmp_path):
+    """A --seeds run's models are blended as solve blends them; an npz program gives the same order."""
+    code = main(["solve", "--method", "gbdt", "--collection", COLLECTION, "--data",
+                 str(trained / "comp" / "public"), "--out", str(tmp_path / "ens.csv"), "--seeds", "0,1",
+                 "--model-dir", str(trained / "ens.models")])
+    assert code == 0
+    measured = tmp_path / "measured.npz"
+    save_graph(featurize_file(LAYOUT_PROTO)[0][1], measured)
+    expected = solve_predict_only(trained, measured, tmp_path, models="ens.models")
+    result = ranked(capsys, LAYOUT_PROTO, trained, models="ens.models")
+    assert result["model"]["models"] == 2 and result["top"][0]["predicted_score"] is None
+    assert [t["candidate"] for t in result["top"]] == expected
+    from_npz = ranked(capsys, measured, trained, models="ens.models")
+    assert [t["candidate"] for t in from_npz["top"]] == expected
+    assert "most common setting" in from_npz["reference"]
 
 
 @needs_realdata(LAYOUT_PROTO)
