@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from competition.cli import main
 from competition.data.graphs import load_graph, save_graph
@@ -235,3 +237,36 @@ def test_bad_candidates_and_models_are_named(capsys, trained, tmp_path):
     assert code == 1 and "give --configs FILE" in err
     code, _, err = cli(capsys, "rank", str(stripped), "--model", model)
     assert code == 2 and "no measured configs to rank" in err
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), nodes=st.integers(1, 6), measured=st.integers(1, 8), count=st.integers(1, 40))
+def test_sampling_keeps_groups_tied_and_unset_slots_unset(seed, nodes, measured, count):
+    """On random measured configs with two tied nodes: tied stays tied, a slot never set stays unset,
+    every sampled config is distinct, and each node's setting comes from its menu."""
+    rng = np.random.default_rng(seed)
+    configs = np.full((measured, nodes + 1, 18), -1, dtype=np.float32)
+    for t in range(3):
+        if rng.random() < 0.7:  # some tensors are never set, as in the dataset
+            configs[:, :nodes, t * 6:t * 6 + 2] = rng.integers(0, 4, size=(measured, nodes, 2))
+    configs[:, nodes] = configs[:, 0]  # node `nodes` is tied to node 0
+    sampled = sample_layout_configs(configs, count, seed=seed)
+    assert 1 <= len(sampled) <= count
+    assert len(np.unique(sampled.reshape(len(sampled), -1), axis=0)) == len(sampled)
+    assert (sampled[:, nodes] == sampled[:, 0]).all()
+    assert (sampled[:, (configs == -1).all(axis=0)] == -1).all()
+    for j in range(nodes):
+        seen = {tuple(s) for s in configs[:, j]}
+        assert all(tuple(s) in seen or _swapped_per_tensor(s, configs[:, j]) for s in sampled[:, j])
+
+
+def _swapped_per_tensor(setting: np.ndarray, seen: np.ndarray) -> bool:
+    """Whether ``setting`` is a seen setting with the two minor-most dims of each set tensor swapped."""
+    for s in seen:
+        moved = s.copy()
+        for t in range(3):
+            if moved[t * 6] >= 0 and moved[t * 6 + 1] >= 0:
+                moved[t * 6], moved[t * 6 + 1] = moved[t * 6 + 1], moved[t * 6]
+        if np.array_equal(moved, setting):
+            return True
+    return False
