@@ -179,8 +179,11 @@ def load_models(model_dir: str | Path, collection: Collection) -> tuple[str, lis
     listing = folder / SEEDS_FILE
     folders = [folder]
     if listing.exists():
-        seeds = json.loads(listing.read_text(encoding="utf-8"))["seeds"]
-        folders = [folder / f"seed-{int(seed)}" for seed in seeds]
+        try:
+            seeds = [int(seed) for seed in json.loads(listing.read_text(encoding="utf-8"))["seeds"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise RankError(f"{listing}: unreadable list of seeds ({exc}); retrain with tpugraphs solve") from None
+        folders = [folder / f"seed-{seed}" for seed in seeds]
     models = []
     for path in folders:
         try:
