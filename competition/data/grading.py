@@ -267,11 +267,9 @@ def solution_origin(solution_path: str | Path) -> SolutionOrigin:
     competition carved from labelled graphs by ``tpugraphs prepare``, recognised by its audit
     ``private/split.json``. Anything else is taken as synthetic: the kit cannot tell it apart.
     """
-    from competition.data.locate import read_stamp
-
     path = Path(solution_path).resolve()
     out = path.parent.parent if path.parent.name == "private" else path.parent
-    stamp = read_stamp(out)
+    stamp = _embedded_stamp(out)
     if stamp is not None:
         return SolutionOrigin("embedded", (
             f"{path} belongs to the embedded synthetic competition ({stamp.get('scale')} scale, seed "
@@ -285,3 +283,16 @@ def solution_origin(solution_path: str | Path) -> SolutionOrigin:
         f"{path} has no 'tpugraphs prepare' audit (private/split.json) beside it; Kaggle never released "
         "the real test labels, so a solution without one is taken to be the synthetic competition's "
         "('tpugraphs synth'), whose scores cannot be placed on the real leaderboard"))
+
+
+def _embedded_stamp(out: Path) -> dict | None:
+    """The stamp ``competition.data.locate.stamp_competition`` writes beside an embedded competition's
+    ``public/`` and ``private/`` (scale, seed, generator version), or None."""
+    # The file name is locate's own constant, so the two cannot drift apart.
+    from competition.data.locate import _STAMP_FILE
+
+    try:
+        stamp = json.loads((out / _STAMP_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None

@@ -319,16 +319,6 @@ def is_embedded_competition(out: str | os.PathLike, *, scale: str, seed: int) ->
     return stamp == {"scale": scale, "seed": int(seed), "generator_version": GENERATOR_VERSION}
 
 
-def read_stamp(out: str | os.PathLike) -> dict | None:
-    """The stamp of an embedded competition folder (``{"scale", "seed", "generator_version"}``), or None
-    when ``out`` holds none (a folder not made as the embedded competition, or an unreadable stamp)."""
-    try:
-        stamp = json.loads((Path(out) / _STAMP_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return stamp if isinstance(stamp, dict) else None
-
-
 def _is_complete(out: Path, generator_version: int) -> bool:
     version = out / _VERSION_FILE
     return (
