@@ -8,12 +8,13 @@ STAMP := $(VENV)/.installed-solutions
 TEST_STAMP := $(VENV)/.installed-dev
 DEMO_DIR ?= data/demo
 
-.PHONY: help install install-dev demo test lint bench accel clean
+.PHONY: help install install-dev demo test lint bench bench-real accel clean
 
 help:
 	@echo "make demo   create .venv, install the kit and its reference solutions, build the small embedded competition, solve, validate and score it"
 	@echo "make test   create .venv if needed and run every test (lint included)"
 	@echo "make bench  run the benchmarks and print their figures"
+	@echo "make bench-real  how every method ranks real TpuGraphs graphs (transfer from the embedded competition, within-graph)"
 	@echo "make accel  optional: compile torch-scatter for the torch in .venv (cached; see README)"
 
 $(BIN)/python:
@@ -35,8 +36,8 @@ $(VENV)/.torch: $(BIN)/python
 	fi
 	@touch $@
 
-# pyproject.toml is the one list of dependencies; each target installs the extras it needs (README,
-# "Install"): make demo the reference solutions (`solutions`), make test everything (`dev`). The kit
+# pyproject.toml is the one list of dependencies; each target installs the extras it needs
+# (docs/install.md): make demo the reference solutions (`solutions`), make test everything (`dev`). The kit
 # itself is installed editable, so the tpugraphs command runs this checkout's code. $(STAMP) is the
 # demo's install (the kit and its reference solutions), $(TEST_STAMP) everything.
 $(VENV)/.installed-%: $(VENV)/.torch pyproject.toml
@@ -58,6 +59,12 @@ test: $(TEST_STAMP) lint
 
 bench: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.run_all
+
+# Real data decides: every method on the real graphs (../shared/realdata/kaggle when present, and the two
+# real protos the kit ships); BENCHMARKS.md, "Real data". About an hour on 2 CPU cores.
+REAL_DATA ?= ../shared/realdata/kaggle
+bench-real: $(TEST_STAMP)
+	$(BIN)/python -m benchmarks.bench_real --real $(REAL_DATA)
 
 # Optional: torch-scatter compiled from source against the torch in $(VENV) (PyPI has no wheel for current
 # torch). The wheel is cached under the pip cache, keyed by torch, Python and torch-scatter versions, so a

@@ -40,7 +40,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.extend(time_case(case, args.repeats))
 
     steps, kernels = [], []
-    tile_model = TileRanker(hidden=hidden, layers=DEFAULTS.layers)
+    tile_model = TileRanker.from_settings(replace(DEFAULTS, hidden=hidden))
     configs = [torch.from_numpy(rng.choice(e.num_configs, size=min(e.num_configs, DEFAULTS.tile_configs_per_graph),
                                            replace=False)) for e in step_tiles]
     tile = tile_batch(step_tiles, configs)
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     kernels.append(("tile", with_extra, without))
     for label, example in (("layout, small competition's largest graph", small_layout),
                            ("layout, real-size pruned xla graph", real_layout)):
-        model = LayoutRanker(hidden=hidden, layers=DEFAULTS.layers)
+        model = LayoutRanker.from_settings(replace(DEFAULTS, hidden=hidden, fusion="early", config_attention=False))
         index = torch.from_numpy(rng.choice(example.num_configs, size=min(example.num_configs, batch), replace=False))
         digits, runtime = example.configs.digits(index), example.runtime[index]
         print(f"timing the {label} training step ...", file=sys.stderr, flush=True)

@@ -53,8 +53,8 @@ torch.manual_seed(0)
 torch.set_num_threads(1)
 example = layout_example("xla", xla_layout_graph(num_configs=64), prune=False, compress=True)
 config = GNNConfig(pruning="none", training="full" if mode == "none" else mode, segment_size=segment_size,
-                   configs_per_graph=configs)
-model = LayoutRanker(hidden=config.hidden, layers=config.layers)
+                   configs_per_graph=configs, fusion="early", config_attention=False)  # GST needs early fusion
+model = LayoutRanker.from_settings(config)
 optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
 rng, device = np.random.default_rng(0), torch.device("cpu")
 facts = {"nodes": example.num_nodes, "edges": int(example.inputs.edge_index.shape[1]),
@@ -119,7 +119,8 @@ def tau_comparison(competition: Path, work: Path, seed: int) -> str:
     collections = [arg for name in LAYOUT for arg in ("--collection", name)]
     runs = {
         "default": [],  # onehop pruning, full-graph training
-        "GST unpruned": ["--param", "training=gst", "--param", "pruning=none", "--param", "segment_size=256"],
+        "GST unpruned": ["--param", "training=gst", "--param", "fusion=early", "--param", "pruning=none",
+                         "--param", "segment_size=256"],
     }
     reports, tests, subs = {}, {}, {}
     for i, (label, params) in enumerate(runs.items()):

@@ -11,7 +11,7 @@
    98 % duplicates): ``deduplicate_configs`` against ``np.unique(rows, axis=0, return_inverse=True)``
    on the float rows, and ``unique_node_config_rows``. Skipped with ``--no-compression`` (it needs
    about 3 GB of memory, most of it for the ``np.unique`` baseline).
-3. When ``../shared/realdata`` and the proto featurizer are present: the reduction of each transform on
+3. The real layout proto the kit ships (``competition.data.realdata``): the reduction of each transform on
    the real layout graph.
 
 Prints markdown tables.
@@ -27,12 +27,12 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks.realscale import NLP_CONFIGS, NLP_CONFIGURABLE, NLP_DISTINCT, _layout_rows, xla_layout_graph
 from competition.data.graphs import LayoutGraph
+from competition.data.realdata import LAYOUT_PROTO as REAL_LAYOUT_PROTO
 from solutions.compression import deduplicate_configs, unique_node_config_rows
 from solutions.pruning import (
     ConfigurableOnly,
@@ -43,8 +43,6 @@ from solutions.pruning import (
     PruningStats,
     graph_ops,
 )
-
-REAL_LAYOUT_PROTO = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "module_tuning_data_layout.pb"
 
 TRANSFORMS: list[GraphTransform] = [
     ConfigurableOnly(),
@@ -259,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         print(bench_compression(max(3, args.repeats // 2)))
     real = real_graph_table()
     print()
-    print(real if real else "(real layout graph not measured: ../shared/realdata or the proto featurizer is absent)")
+    print(real if real else "(real layout graph not measured: the shipped proto is absent)")
     return 0 if slowest < 0.5 else 1
 
 

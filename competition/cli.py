@@ -100,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CLOSED_PIPE
     except UsageError as exc:
         print(f"tpugraphs {args.command}: error: {exc}", file=sys.stderr)
+        from competition.commands._json import message_problem, problems_document, wants_json
+
+        if wants_json(args):  # --json: stdout still carries one document
+            print(problems_document([message_problem(str(exc))], EXIT_USAGE))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -40,6 +40,7 @@ from leaderboard.routers import boards, competition, health, pages, submissions
 from leaderboard.scorer import Scorer
 from leaderboard.service import Leaderboard
 from leaderboard.settings import Settings
+from leaderboard.throttle import TokenThrottle
 
 log = logging.getLogger("leaderboard")
 
@@ -63,12 +64,18 @@ class ServerState:
 
     def close(self) -> None:
         self.scorer.close()
+        try:
+            self.db.checkpoint(truncate=True)  # leave no WAL behind a clean shutdown
+        except Exception:  # noqa: BLE001 - a busy or unreachable database must not stop the shutdown
+            log.warning("could not checkpoint the database at shutdown", exc_info=True)
         self.db.dispose()
 
 
 def _sweep(state: ServerState, settings: Settings) -> int:
     cutoff = utcnow() - timedelta(seconds=settings.scoring_timeout_s + settings.stuck_grace_s)
-    return state.leaderboard.sweep_stuck(cutoff)
+    swept = state.leaderboard.sweep_stuck(cutoff)
+    state.db.checkpoint()  # SQLite: keeps the WAL from growing between the automatic checkpoints
+    return swept
 
 
 async def _sweep_forever(state: ServerState, settings: Settings) -> None:
@@ -112,6 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.token_throttle = TokenThrottle()
     app.include_router(health.router)
     app.include_router(competition.router)
     app.include_router(boards.router)
@@ -148,7 +156,7 @@ def _error_page(title: str, message: str, status_code: int, headers: dict | None
 
 
 _TITLES = {401: "Not signed in", 403: "Refused", 404: "Not found", 405: "Not allowed here", 409: "Conflict",
-           413: "Too large", 422: "Bad request", 429: "Too many uploads", 500: "Server error",
+           413: "Too large", 422: "Bad request", 429: "Too many requests", 500: "Server error",
            503: "Unavailable", 504: "Too slow"}
 
 

@@ -104,7 +104,12 @@ def upload_submission(server: str, token: str, path: str | Path, *, timeout: flo
     if isinstance(cap, int) and size > cap:
         raise ServerRefused(413, f"{path.name} is {size / 2**20:.1f} MiB; the server accepts at most "
                                  f"{cap / 2**20:.1f} MiB")
-    fields = {"description": " ".join(description.split())} if description else None
+    description = " ".join(description.split()) if description else None
+    limit = info.get("max_description_chars")
+    if description and isinstance(limit, int) and len(description) > limit:
+        raise ServerRefused(422, f"the description (-m) has {len(description)} characters; the server takes at "
+                                 f"most {limit}. Nothing was uploaded.")
+    fields = {"description": description} if description else None
     body, content_type = _multipart("file", path.name, path.read_bytes(), fields)
     request = urllib.request.Request(
         server.rstrip("/") + "/api/submissions", data=body, method="POST",
@@ -122,6 +127,11 @@ def my_submissions(server: str, token: str, *, timeout: float = 30.0) -> dict:
     return _request(request, server, timeout)
 
 
+def _one_line(text: object) -> str:
+    """Text from the server as one terminal line: line separators and control characters become '?'."""
+    return "".join(ch if ch.isprintable() else "?" for ch in str(text))
+
+
 def format_status(mine: dict, *, limit: int = 10) -> str:
     """The team's quota and latest submissions, for a terminal."""
     lines = [f"Team {mine.get('team')}: {mine.get('remaining_today')} of {mine.get('daily_limit')} submissions "
@@ -132,7 +142,7 @@ def format_status(mine: dict, *, limit: int = 10) -> str:
     for sub in subs[:limit]:
         score = "" if sub.get("public_score") is None else f"public {sub['public_score']:.6f}"
         lines.append(f"  #{sub.get('id'):<5} {sub.get('submitted_at')}  {sub.get('status'):<8} {score:<16} "
-                     f"{sub.get('file_name')}{'  [selected]' if sub.get('selected') else ''}")
+                     f"{_one_line(sub.get('file_name'))}{'  [selected]' if sub.get('selected') else ''}")
     if len(subs) > limit:
         lines.append(f"  ... and {len(subs) - limit} older")
     return "\n".join(lines)
@@ -140,7 +150,7 @@ def format_status(mine: dict, *, limit: int = 10) -> str:
 
 def format_answer(answer: dict) -> str:
     """The server's answer for a scored submission, for a terminal."""
-    lines = [f"Submission {answer.get('id')} ({answer.get('file_name')}) {answer.get('status')}."]
+    lines = [f"Submission {answer.get('id')} ({_one_line(answer.get('file_name'))}) {answer.get('status')}."]
     if answer.get("description"):
         lines.append(f"Description: {answer['description']}")
     if answer.get("public_score") is not None:

@@ -11,7 +11,8 @@ import os
 import sys
 
 DB_ENV = "TPUGRAPHS_LEADERBOARD_DB"
-DEFAULT_DB = "sqlite:///leaderboard.db"
+# Under runs/, which git ignores: the database holds the hidden labels and must never be committed.
+DEFAULT_DB = "sqlite:///runs/leaderboard.db"
 
 LEADERBOARD_HELP = "host a leaderboard: init, add-team, serve, rescore, reveal, export, upgrade"
 LEADERBOARD_EPILOG = f"""\
@@ -42,6 +43,17 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
                         help=f"SQLAlchemy database URL (default: ${DB_ENV} or {DEFAULT_DB})")
 
 
+def _default_db_folder_made(handler):
+    """``handler`` that first makes the default database's folder (``runs/``) when that database is used."""
+
+    def run(args: argparse.Namespace) -> int:
+        if args.db == DEFAULT_DB:
+            os.makedirs(DEFAULT_DB.removeprefix("sqlite:///").rpartition("/")[0], exist_ok=True)
+        return handler(args)
+
+    return run
+
+
 def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("leaderboard", help=LEADERBOARD_HELP, description=LEADERBOARD_HELP + ".",
                                    epilog=LEADERBOARD_EPILOG, formatter_class=_formatter())
@@ -52,7 +64,7 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
         sub = actions.add_parser(name, help=help_text, description=help_text + ".", epilog=epilog,
                                  formatter_class=_formatter())
         _add_db(sub)
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=_default_db_folder_made(handler))
         return sub
 
     init = action("init", "create a competition from a solution file and the public test data", _init,
@@ -106,6 +118,13 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--public-url", default="", metavar="URL",
                        help="the address participants use (https://lb.example.org), when a proxy in front "
                             "rewrites the Host header: web forms are accepted only from this origin")
+    serve.add_argument("--full-disclosure", action="store_true",
+                       help="after the close, team pages show the private score of every scored submission "
+                            "(default: only of each team's final ones, as on Kaggle)")
+    serve.add_argument("--secure-cookies", action="store_true",
+                       help="participants use HTTPS through a proxy that sends no X-Forwarded-Proto: give the "
+                            "session cookie the __Host- prefix and Secure anyway (implied by an https "
+                            "--public-url)")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
     action("rescore", "score every submission again with this kit's scorer", _rescore,
@@ -389,7 +408,9 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(db_url=args.db, max_upload_bytes=int(args.max_upload_mb * 2**20),
                         scoring_timeout_s=args.scoring_timeout, scoring_slots=args.scoring_slots,
                         board_cache_s=args.board_cache, max_uncounted_per_day=args.max_uncounted_per_day,
-                        max_team_bytes=int(args.max_team_mb * 2**20), public_url=args.public_url.rstrip("/"))
+                        max_team_bytes=int(args.max_team_mb * 2**20), public_url=args.public_url.rstrip("/"),
+                        secure_cookies=args.secure_cookies or args.public_url.startswith("https://"),
+                        full_disclosure=args.full_disclosure)
     import uvicorn
 
     log_config = _log_config(args.log_level)
@@ -414,6 +435,9 @@ def _log_config(level: str) -> dict:
 
     config = copy.deepcopy(LOGGING_CONFIG)
     config["loggers"]["leaderboard"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    # No token sent in a URL reaches the log: query values are redacted (leaderboard.access_log).
+    config.setdefault("filters", {})["redact_query"] = {"()": "leaderboard.access_log.RedactQuery"}
+    config["handlers"]["access"]["filters"] = ["redact_query"]
     return config
 
 

@@ -21,6 +21,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from leaderboard.models import Base
 
 SQLITE_BUSY_TIMEOUT_S = 30  # how long an SQLite writer waits for the lock before giving up
+# After a checkpoint SQLite truncates its WAL file to this size; without a limit the file stays as
+# large as the largest burst of writes until the last connection closes.
+SQLITE_WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
 
 
 class DatabaseURLError(ValueError):
@@ -69,6 +72,7 @@ def _configure_sqlite(engine: Engine) -> None:
         if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA journal_size_limit={SQLITE_WAL_SIZE_LIMIT_BYTES}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -110,6 +114,14 @@ class Database:
 
     def has_schema(self) -> bool:
         return inspect(self.engine).has_table("competition")
+
+    def checkpoint(self, *, truncate: bool = False) -> None:
+        """SQLite: copy the WAL into the database file; ``truncate`` also empties the WAL file (it
+        waits for readers, so only at shutdown). Nothing to do on PostgreSQL."""
+        if self.dialect != "sqlite":
+            return
+        with self.engine.connect() as connection:
+            connection.exec_driver_sql(f"PRAGMA wal_checkpoint({'TRUNCATE' if truncate else 'PASSIVE'})")
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -6,21 +6,24 @@ app with its own ``Settings`` or override any of these with ``app.dependency_ove
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Header, Request, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from leaderboard.auth import bearer_token
 from leaderboard.board_cache import BoardCache, BoardSnapshot
-from leaderboard.errors import Forbidden, PayloadTooLarge
+from leaderboard.errors import Forbidden, PayloadTooLarge, Unauthorised
 from leaderboard.models import utcnow
 from leaderboard.scorer import Scorer
 from leaderboard.service import Leaderboard
 from leaderboard.settings import Settings
+from leaderboard.throttle import TokenThrottle
 from leaderboard.views import TeamInfo
 
 READ_CHUNK = 1 << 20
+T = TypeVar("T")
 
 
 def get_settings(request: Request) -> Settings:
@@ -39,12 +42,26 @@ def get_board_cache(request: Request) -> BoardCache:
     return request.app.state.board_cache
 
 
+async def throttled(request: Request, check: Callable[..., T], *args: object) -> T:
+    """Run a token check under the client's throttle (leaderboard.throttle): 429 while the client's
+    budget of wrong tokens is spent; an Unauthorised answer spends one unit."""
+    throttle: TokenThrottle = request.app.state.token_throttle
+    client = request.client.host if request.client else "unknown"
+    throttle.check(client)
+    try:
+        return await run_in_threadpool(check, *args)
+    except Unauthorised:
+        throttle.failed(client)
+        raise
+
+
 async def current_team(
+    request: Request,
     leaderboard: Annotated[Leaderboard, Depends(get_leaderboard)],
     authorization: Annotated[str | None, Header(description="Bearer TEAM_TOKEN")] = None,
 ) -> TeamInfo:
-    """The team of the ``Authorization: Bearer TOKEN`` header; 401 otherwise."""
-    return await run_in_threadpool(leaderboard.authenticate, bearer_token(authorization))
+    """The team of the ``Authorization: Bearer TOKEN`` header; 401 otherwise (429 when guessing)."""
+    return await throttled(request, leaderboard.authenticate, bearer_token(authorization))
 
 
 async def read_upload(upload: UploadFile, max_bytes: int) -> bytes:

@@ -51,6 +51,10 @@ class InvalidSubmission(LeaderboardError):
     status_code = 422
 
 
+class DescriptionTooLong(LeaderboardError):
+    status_code = 422
+
+
 class LimitReached(LeaderboardError):
     status_code = 429
 

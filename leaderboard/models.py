@@ -33,7 +33,6 @@ MAX_ID = 2**31 - 1  # the largest INTEGER key on PostgreSQL; a larger id names n
 # Submission statuses. "received" is transient: scoring is synchronous, so a row keeps it only while
 # its request runs; one still "received" after the time limit belonged to a server that died.
 RECEIVED, SCORED, INVALID, FAILED, REFUSED = "received", "scored", "invalid", "failed", "refused"
-STATUSES = (RECEIVED, SCORED, INVALID, FAILED, REFUSED)
 
 
 def utcnow() -> datetime:

@@ -40,6 +40,11 @@ class Settings:
             proxy that rewrites the Host header: web forms are accepted only from pages of this
             origin. Empty: from pages of the host the request was sent to. Never used to build links
             (pages link with relative URLs).
+        secure_cookies: the browser reaches the site over HTTPS through a proxy that does not say so
+            (no ``X-Forwarded-Proto`` from 127.0.0.1): the session cookie gets the ``__Host-`` prefix
+            and ``Secure`` anyway. A request that arrives as HTTPS gets them without this.
+        full_disclosure: after the close, team pages show the private score of every scored
+            submission; by default only of each team's final ones, as on Kaggle.
     """
 
     db_url: str = DEFAULT_DB_URL
@@ -52,6 +57,8 @@ class Settings:
     max_uncounted_per_day: int = 20
     max_team_bytes: int = 200 * 1024 * 1024
     public_url: str = ""
+    secure_cookies: bool = False
+    full_disclosure: bool = False
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that :meth:`from_env` reads back."""
@@ -65,5 +72,5 @@ class Settings:
         for key, default in asdict(cls()).items():
             raw = environ.get(ENV_PREFIX + key.upper())
             if raw is not None:
-                values[key] = type(default)(raw)
+                values[key] = raw.strip().lower() in ("1", "true", "yes") if isinstance(default, bool) else type(default)(raw)
         return cls(**values)

@@ -46,7 +46,7 @@ examples:
   tpugraphs solve --data data/demo/public --out sub.csv --param pruning=khop:3
   tpugraphs solve --data data/demo/public --method gbdt --out sub.csv --seeds 0,1,2
   tpugraphs solve --data data/kaggle --out sub.csv --collection layout:nlp:random --cache-dir cache/
-  tpugraphs solve --data data/kaggle --out sub.csv --param training=gst --param pruning=none
+  tpugraphs solve --data data/kaggle --out sub.csv --param training=gst --param fusion=early --param pruning=none
 
 several processes (the gnn; python -m solutions takes the same arguments as tpugraphs solve):
   torchrun --nproc_per_node=4 -m solutions --data data/kaggle --out sub.csv
@@ -93,29 +93,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "built once per file and reused while fresh): training, validation and test "
                              "prediction then never load a 100k-config graph whole (every method; same results)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting of the method (repeatable), e.g. layout_epochs=40; VALUE is read as JSON "
-                             "when it parses (numbers, true/false, null), as text otherwise")
-    parser.add_argument("--json", metavar="REPORT.json", help="also write the report as JSON")
+                        help="a setting of the method (repeatable), e.g. layout_epochs=40; --list-params shows "
+                             "each setting's type, default and allowed values (none, true, false as words)")
+    parser.add_argument("--json", nargs="?", const="-", metavar="REPORT.json",
+                        help="the report as one JSON document: on stdout with no file name (progress and the "
+                             "per-collection lines then go to stderr), else also written to REPORT.json; "
+                             "with --list-params, the settings as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(handler=run)
 
 
-def parse_params(items: list[str]) -> dict[str, object]:
-    """``["hidden=64", "loss=listmle"]`` -> ``{"hidden": 64, "loss": "listmle"}``."""
-    import json
-
+def param_texts(items: list[str], *, no_prune: bool) -> dict[str, str]:
+    """``["hidden=64", "loss=listmle"]`` -> ``{"hidden": "64", "loss": "listmle"}`` (the method's schema
+    reads each text, ``solutions.runner.parse_method_params``); ``--no-prune`` is ``pruning=none``."""
     from competition.errors import UsageError
 
-    params: dict[str, object] = {}
+    texts: dict[str, str] = {}
     for item in items:
         key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--param {item!r}: expected KEY=VALUE, e.g. --param layout_epochs=40")
-        try:
-            params[key.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            params[key.strip()] = text
-    return params
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--param {item}: expected NAME=VALUE, e.g. --param layout_epochs=40")
+        if key in texts and texts[key] != text:
+            raise UsageError(f"--param {key}={texts[key]} and --param {key}={text} contradict each other; give one")
+        texts[key] = text
+    if no_prune:
+        if texts.get("pruning", NO_PRUNING).strip() != NO_PRUNING:
+            raise UsageError(f"--no-prune and --param pruning={texts['pruning']} contradict each other "
+                             f"(--no-prune means pruning={NO_PRUNING}); give one of them")
+        texts["pruning"] = NO_PRUNING
+    return texts
 
 
 def parse_seeds(text: str | None, seed: int) -> list[int] | None:
@@ -140,18 +147,28 @@ def parse_seeds(text: str | None, seed: int) -> list[int] | None:
     return seeds
 
 
+def _input_failed(message: str, to_stdout: bool) -> int:
+    """Exit 1 with ``message`` on stderr (and, for ``--json``, as one JSON document on stdout)."""
+    from competition.commands._json import message_problem, problems_document
+
+    print(f"tpugraphs solve: {message}", file=sys.stderr)
+    if to_stdout:
+        print(problems_document([message_problem(message)], 1))
+    return 1
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import os
     from pathlib import Path
 
     from competition.errors import DataFormatError, UsageError
-    from solutions.method import FitOptions
-    from solutions.runner import SolveError, describe_params, solve
+    from solutions.method import METHODS, FitOptions
+    from solutions.runner import SolveError, describe_params, parse_method_params, solve
 
     if args.list_params:
         try:
-            print(describe_params(args.method))
+            print(describe_params(args.method, as_json=args.json == "-"))
         except SolveError as exc:
             raise UsageError(str(exc)) from None
         return 0
@@ -160,33 +177,39 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
     if args.time_budget is not None and args.time_budget <= 0:
         raise UsageError(f"--time-budget must be > 0 seconds, got {args.time_budget}")
-    params = parse_params(args.param)
+    texts = param_texts(args.param, no_prune=not args.prune)
+    if not args.prune and args.method in METHODS and args.method != "gnn":
+        raise UsageError(f"--no-prune: --method {args.method} prunes no graphs (only the gnn has a pruning setting)")
+    try:  # every --param read and checked by the method's schema before any data is read
+        params = parse_method_params(args.method, texts)
+    except SolveError as exc:
+        raise UsageError(str(exc)) from None
     seeds = parse_seeds(args.seeds, args.seed)
     if seeds is not None and args.predict_only:
         raise UsageError("--seeds has no effect with --predict-only (the saved run's seeds are used)")
-    if not args.prune and params.get("pruning", NO_PRUNING) != NO_PRUNING:
-        raise UsageError(f"--no-prune and --param pruning={params['pruning']} contradict each other "
-                         f"(--no-prune means pruning={NO_PRUNING}); give one of them")
-    options = FitOptions(seed=args.seed, device=args.device, prune=args.prune, compress=args.compress,
+    options = FitOptions(seed=args.seed, device=args.device, compress=args.compress,
                          progress=not args.quiet, time_budget_s=args.time_budget,
                          cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+    to_stdout = args.json == "-"  # stdout carries the one JSON document; everything else goes to stderr
     try:
         report = solve(
             args.data, args.method, args.out, collections=args.collection, options=options,
             model_dir=args.model_dir, predict_only=args.predict_only, method_params=params,
-            log=lambda line: print(line, flush=True), seeds=seeds,
+            log=lambda line: print(line, flush=True, file=sys.stderr if to_stdout else sys.stdout), seeds=seeds,
         )
     except SolveError as exc:
         raise UsageError(str(exc)) from None
     except DataFormatError as exc:
-        print(f"tpugraphs solve: cannot read the data: {exc}", file=sys.stderr)
-        return 1
+        return _input_failed(f"cannot read the data: {exc}", to_stdout)
     except OSError as exc:  # e.g. the disk filled up while a cache or a model was written
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"tpugraphs solve: cannot write: {exc.strerror or exc}{where}", file=sys.stderr)
-        return 1
+        return _input_failed(f"cannot write: {exc.strerror or exc}{where}", to_stdout)
     if report is None:  # a torchrun process other than rank 0: that one reports and writes the file
-        print(f"tpugraphs solve: rank {os.environ.get('RANK', '?')} done; rank 0 wrote {args.out}", flush=True)
+        print(f"tpugraphs solve: rank {os.environ.get('RANK', '?')} done; rank 0 wrote {args.out}", flush=True,
+              file=sys.stderr if to_stdout else sys.stdout)
+        return 0
+    if to_stdout:
+        print(json.dumps(report.to_json_dict(), indent=2))
         return 0
     print()
     print(report.format_table())

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from competition.collections import COLLECTIONS
 from competition.data.locate import clear_stamp, is_embedded_competition, stamp_competition
 from competition.data.synth import generate_competition
@@ -83,6 +85,42 @@ def results_table(results: dict[str, tuple[SolveReport, ScoreReport]],
     return "\n".join(lines)
 
 
+REAL_COLLECTION = "layout:xla:default"  # the shipped real layout graph comes from a default-style search
+
+
+def real_data_line(model_dirs: dict[str, Path]) -> str:
+    """How the demo's models rank the real layout graph the kit ships, with a 95 % interval over its configs.
+
+    ``model_dirs``: method -> the folder ``solve`` saved its models in. One graph of one program whose
+    112 measured configs lie within 1.6 % of each other: the line says so.
+    """
+    from competition.collections import COLLECTION_BY_NAME
+    from competition.data.protos.featurize import featurize_file
+    from competition.data.realdata import LAYOUT_PROTO
+    from competition.stats import tau_interval
+    from solutions.method import get_method
+    from solutions.model_store import check_saved_run
+
+    collection = COLLECTION_BY_NAME[REAL_COLLECTION]
+    [(_, graph)] = featurize_file(LAYOUT_PROTO)
+    cells = []
+    for method, model_dir in model_dirs.items():
+        try:
+            path = check_saved_run(model_dir, method, [collection.name])[collection.name]
+            model = get_method(method).load_class().load(path)
+        except (OSError, ValueError) as exc:
+            cells.append(f"{method} (no saved {collection.name} model: {exc})")
+            continue
+        ci = tau_interval([np.asarray(model.predict(collection, graph), dtype=np.float64)],
+                          [graph.config_runtime.astype(np.float64)])
+        cells.append(f"{method} {ci.estimate:+.2f} [{ci.low:+.2f}, {ci.high:+.2f}]")
+    return (f"== real data, one graph: the {collection.name} models rank the {graph.num_configs} measured configs "
+            f"of a real 3D U-Net (shipped with the kit; runtimes within 1.6 % of each other), Kendall tau with "
+            f"its 95 % interval over those configs:\n   " + "; ".join(cells) + "\n"
+            "   One graph is weak evidence, and the embedded competition does not yet teach what real runtimes "
+            "teach: 'make bench-real' ranks every real graph at hand (BENCHMARKS.md, \"Real data\").")
+
+
 NEXT_STEPS = """
 These figures come from this machine and this run: times and memory vary by machine, and a learned
 method's scores move by a few hundredths between runs and seeds (tpugraphs compare says whether a
@@ -99,6 +137,27 @@ What a real run needs (BENCHMARKS.md): a whole real-size layout:nlp:random split
 about 5.4 GB of disk for that split. At the whole release's size (the synthetic --scale full rehearsal)
 gbdt took 17.6 min and the default gnn 21.7 min for all five collections on 2 cores, under 3 GB;
 wider gnn models want a GPU."""
+
+
+def _beside_python(name: str) -> str:
+    """``name`` in the folder of this python (``.venv/bin/NAME``), relative to the current folder when
+    it lies under it, so that a hint printed here runs as printed in a fresh shell."""
+    path = Path(sys.executable).parent / name
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def tpugraphs_command() -> str:
+    """The ``tpugraphs`` console script of this environment, as a fresh shell can run it."""
+    return _beside_python("tpugraphs")
+
+
+def activate_line() -> str:
+    """The line that puts this environment's ``tpugraphs`` on PATH in a fresh shell."""
+    command = f"source {_beside_python('activate')}"
+    return f"{command:<53} # tpugraphs on PATH in a new shell"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,9 +197,12 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\n== results on the small embedded competition (validation split / hidden test labels)")
     print(results_table(results, noise_marks(results, solution) if results else None))
+    if results:
+        print()
+        print(real_data_line({m: solved.model_dir for m, (solved, _) in results.items()}))
     print(f"\nmake demo finished in {time.perf_counter() - started:.0f} s. Submissions: {out / 'submissions'}; "
-          f"score one yourself: tpugraphs score {out / 'submissions' / 'gnn.csv'} --solution {solution_path}")
-    print(NEXT_STEPS)
+          f"score one yourself:\n  {tpugraphs_command()} score {out / 'submissions' / 'gnn.csv'} --solution {solution_path}")
+    print(NEXT_STEPS.replace("\n  tpugraphs download", f"\n  {activate_line()}\n  tpugraphs download", 1))
     return 0 if results else 1
 
 

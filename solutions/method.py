@@ -68,8 +68,6 @@ class FitOptions:
 
     seed: int = 0
     device: str = "cpu"  # "cpu", "cuda", "cuda:1", ...; solve() turns "auto" into one of them
-    # graph pruning (methods that use the graph structure); False (--no-prune) means the gnn's pruning=none
-    prune: bool = True
     compress: bool = True  # config deduplication / compact storage
     progress: bool = True  # progress on anything a person waits for (competition.progress picks the form)
     time_budget_s: float | None = None  # soft limit on training time for this collection

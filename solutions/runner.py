@@ -173,7 +173,7 @@ class SolveReport:
                   + f"; mean {np.mean(list(c.seed_validation_scores.values())):.4f}; "
                     f"{BLEND} blend {c.validation_score:.4f}"
                   for c in self.collections if c.seed_validation_scores]
-        lines += [f"{c.collection}: model selection {c.details['selection']['note']}"
+        lines += [f"{c.collection}: {c.details['selection']['note']}."
                   for c in self.collections if _selection_is_notable(c.details)]
         if not self.complete:
             lines.append(self.partial_note())
@@ -219,11 +219,11 @@ class SolveReport:
 
 
 def _selection_is_notable(details: dict) -> bool:
-    """Whether a method's model selection left valid graphs out or fell back to cross-validation
-    (``solutions.selection``): the table then says so under the scores."""
+    """Whether a method's model selection really fell back to cross-validation (``solutions.selection``;
+    ``cv_folds`` > 0: some folds were trained): the table then says so, once, under the scores."""
     selection = details.get("selection") if isinstance(details, dict) else None
-    return isinstance(selection, dict) and "note" in selection and (
-        selection.get("mode") != "valid" or selection.get("informative_graphs") != selection.get("valid_graphs"))
+    return (isinstance(selection, dict) and "note" in selection and selection.get("mode") == "cross-validation"
+            and int(selection.get("cv_folds") or 0) > 0)
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -322,16 +322,53 @@ def resolve_collections(names: Sequence[str] | None) -> tuple[Collection, ...]:
     return tuple(c for c in COLLECTIONS if c in chosen)
 
 
-def describe_params(method: str) -> str:
-    """The ``--list-params`` text of a method: each setting, its default and its meaning."""
+def describe_params(method: str, *, as_json: bool = False) -> str:
+    """The ``--list-params`` text of a method: each setting, its default, what is allowed and its meaning
+    (``as_json``: one JSON document, ``{"method", "settings": [{name, default, allowed, meaning}], "note"}``)."""
     from solutions.params import format_params
 
     info = resolve_method(method)
     table = getattr(info.load_class(), "param_table", None)
+    params, note = table() if table is not None else ([], "")
+    if as_json:
+        return json.dumps({"method": info.name, "settings": [p.to_json() for p in params], "note": note}, indent=2)
     if table is None:
         return f"--method {info.name} has no settings (--param is not used)"
-    params, note = table()
     return format_params(info.name, params, note)
+
+
+def parse_method_params(method: str, texts: Mapping[str, str]) -> dict[str, object]:
+    """``--param`` texts -> typed values, each read by the method's schema (``solutions.settings``):
+    ``{"hidden": "64"}`` -> ``{"hidden": 64}``. ``SolveError`` (one line) for a name or value refused."""
+    from solutions.settings import SettingError, parse_texts
+
+    info = resolve_method(method)
+    if not texts:
+        return {}
+    settings_class = getattr(info.load_class(), "settings_class", None)
+    if settings_class is None:
+        raise SolveError(f"--param {', '.join(texts)}: --method {info.name} has no settings")
+    try:
+        return parse_texts(settings_class, texts, info.name)
+    except SettingError as exc:
+        raise SolveError(str(exc)) from None
+
+
+def _check_params(info: MethodInfo, collections: Sequence[Collection], params: Mapping[str, object]) -> None:
+    """Build the settings each chosen collection will be fitted with, so that a value or a combination
+    the schema refuses stops the run before any data is read or any folder is made."""
+    from solutions.settings import SettingError
+
+    if not params:
+        return
+    settings_for = getattr(info.load_class(), "settings_for", None)
+    if settings_for is None:
+        raise SolveError(f"--param {', '.join(params)}: --method {info.name} has no settings")
+    try:
+        for collection in collections:
+            settings_for(collection.name, dict(params))
+    except SettingError as exc:
+        raise SolveError(str(exc)) from None
 
 
 def resolve_method(name: str) -> MethodInfo:
@@ -510,14 +547,7 @@ def predict_rows(method, method_name: str, data_dir: Path, collection: Collectio
 
 
 def _make_method(info: MethodInfo, params: Mapping[str, object]):
-    cls = info.load_class()
-    try:
-        return cls(**params)
-    except (TypeError, ValueError) as exc:
-        if params:
-            raise SolveError(f"method {info.name!r} does not accept the parameter(s) "
-                             f"{', '.join(params)}: {exc}") from None
-        raise
+    return info.load_class()(**params)  # the settings were checked by _check_params before any work
 
 
 def _load_method(info: MethodInfo, path: Path, options: FitOptions):
@@ -618,6 +648,9 @@ def solve(
     say = log or (lambda line: None)
     info = resolve_method(method)
     chosen = resolve_collections(collections)
+    if predict_only and params:
+        raise SolveError("--param has no effect with --predict-only (the saved models keep their settings)")
+    _check_params(info, chosen, params)
     seeds = _check_seeds(seeds, options, predict_only)
     if len(seeds) == 1:
         options = replace(options, seed=seeds[0])
@@ -633,8 +666,6 @@ def solve(
     _check_world(world_size, info, predict_only)
     saved_folders: dict[str, Path] = {}
     if predict_only:
-        if params:
-            raise SolveError("--param has no effect with --predict-only (the saved models keep their settings)")
         try:  # before any work: every model folder must come whole from a completed run
             saved_folders = model_store.check_saved_run(model_dir, info.name, [c.name for c in chosen])
         except model_store.ModelStoreError as exc:

@@ -75,6 +75,8 @@ def plan_selection(config_counts: Sequence[int], *, tile: bool,
 
     >>> plan_selection([2, 3, 4, 9], tile=True).mode
     'cross-validation'
+    >>> plan_selection([12, 16, 10], tile=True).note.split(",")[0]
+    'the valid split has only 3 kernels'
     >>> plan_selection([10] * 5, tile=True).mode
     'valid'
     """
@@ -87,8 +89,13 @@ def plan_selection(config_counts: Sequence[int], *, tile: bool,
         note = (f"selected on {used} valid graphs" + (f" ({ignored} with fewer than {need} configs ignored: "
                                                         f"their score is nearly constant)" if ignored else ""))
         return SelectionPlan(VALID, offered, used, need, note)
-    note = (f"only {used} of {offered} valid graphs have {need}+ configs (fewer than {min_graphs}): "
-            f"too little signal, selected by {CV_FOLDS}-fold cross-validation over the train graphs")
+    if used == offered:
+        why = f"the valid split has only {offered} kernel{'s' if offered != 1 else ''}"
+    else:  # some kernels have so few configs that every model scores about the same on them
+        why = (f"only {used} of the {offered} valid kernels have {need} or more configs (a kernel with fewer scores "
+               f"about the same whatever the model)")
+    note = (f"{why}, fewer than the {min_graphs} model selection needs, so the number of rounds or epochs was "
+            f"chosen by {CV_FOLDS}-fold cross-validation over the train kernels")
     return SelectionPlan(CROSS_VALIDATION, offered, used, need, note)
 
 

@@ -1,7 +1,9 @@
-"""The kit's real-data fixtures: the two real protos in ``../shared/realdata`` and how tests skip without them.
+"""The kit's real-data fixtures.
 
-Tests read the protos where they are (never copied into the repository) and are skipped, with the
-reason, where they are absent: a clone outside this workplace has no ``../shared``.
+- The two upstream protos ship with the kit (``competition.data.realdata``, Apache-2.0), so the tests
+  that read them run on every clone.
+- The partial real Kaggle tree (``KAGGLE_TREE``) is not redistributable: tests read it from
+  ``../shared/realdata/kaggle`` beside the project and skip, with the reason, where it is absent.
 """
 
 from __future__ import annotations
@@ -11,18 +13,29 @@ from pathlib import Path
 
 import pytest
 
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
-LAYOUT_PROTO = REALDATA / "module_tuning_data_layout.pb"
-TILE_PROTO = REALDATA / "op_tuning_data.pb"
+from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
+
+SHARED_REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+KAGGLE_TREE = SHARED_REALDATA / "kaggle"
+
+__all__ = ["KAGGLE_TREE", "LAYOUT_PROTO", "TILE_PROTO", "needs_kaggle_tree", "needs_realdata"]
 
 
 def needs_realdata(*protos: Path) -> Callable:
-    """A decorator marking a test ``realdata`` and skipping it when one of ``protos`` (default: both) is absent."""
+    """A decorator marking a test ``realdata``; it fails loudly if a shipped proto went missing."""
     missing = [proto.name for proto in protos or (LAYOUT_PROTO, TILE_PROTO) if not proto.is_file()]
-    skip = pytest.mark.skipif(bool(missing), reason=f"real protos not found in {REALDATA}: {', '.join(missing)} "
-                                                    "(a fresh clone has no ../shared/realdata)")
+    if missing:
+        raise FileNotFoundError(f"the kit's shipped real protos are missing: {', '.join(missing)} "
+                                f"(competition/data/realdata)")
 
     def mark(test: Callable) -> Callable:
-        return pytest.mark.realdata(skip(test))
+        return pytest.mark.realdata(test)
 
     return mark
+
+
+def needs_kaggle_tree(test: Callable) -> Callable:
+    """Mark a test ``realdata`` and skip it where the real Kaggle tree is absent (a clone outside this workplace)."""
+    skip = pytest.mark.skipif(not KAGGLE_TREE.is_dir(),
+                              reason=f"the real Kaggle tree is not at {KAGGLE_TREE} (it is not redistributed)")
+    return pytest.mark.realdata(skip(test))

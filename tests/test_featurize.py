@@ -1,6 +1,6 @@
 """The pure-Python featurizer against the real protos, hand-built protos and corrupt bytes.
 
-The real protos (../shared/realdata) are decoded once per module. Expected figures come from the
+The real protos (shipped in competition/data/realdata) are decoded once per module. Expected figures come from the
 README next to the real protos and docs/featurizer.md (The rules; Checks against the real protos); the hand-checked values were read from the decoded proto by hand and are
 re-read here through a raw field walk (``iter_fields`` only), independent of the schema decoder.
 """

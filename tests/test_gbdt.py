@@ -46,6 +46,7 @@ from solutions.heuristics import HeuristicMethod
 from solutions.method import FitOptions, RankingMethod, SplitSource
 from solutions.runner import graph_score
 from solutions.selection import CROSS_VALIDATION, CV_FOLDS, VALID, cv_fold_of, plan_selection
+from solutions.settings import SettingError
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
 LAYOUT = COLLECTION_BY_NAME["layout:xla:random"]
@@ -283,13 +284,16 @@ def test_ranker_satisfies_the_protocol():
 
 
 @pytest.mark.parametrize(("overrides", "error", "message"), [
-    ({"num_rounds": 3}, TypeError, "unknown gbdt setting(s) num_rounds; choose from "),
-    ({"objective": "nope"}, ValueError,
-     "objective must be one of lambdarank, rank_xendcg, regression, pairwise; got 'nope'"),
-    ({"objective": "Pairwise"}, ValueError, "got 'Pairwise'"),
-    ({"linear_gain": False, "label_levels": 40}, ValueError, "label_levels must be in 2..31"),
-    ({"pairwise_max_pairs": 0}, ValueError, "pairwise_max_pairs must be at least 1; got 0"),
-    ({"num_boost_round": 0}, ValueError, "num_boost_round must be at least 1; got 0"),
+    ({"num_rounds": 3}, SettingError, "setting num_rounds: --method gbdt has no such setting; did you mean "
+                                      "num_boost_round?"),
+    ({"objective": "nope"}, SettingError,
+     "setting objective=nope: unknown; objective must be one of lambdarank, rank_xendcg, regression, pairwise"),
+    ({"objective": "Pairwise"}, SettingError, "setting objective=Pairwise: unknown (did you mean pairwise?)"),
+    ({"linear_gain": False, "label_levels": 40}, SettingError, "at most 31 levels with exponential gains"),
+    ({"pairwise_max_pairs": 0}, SettingError, "pairwise_max_pairs must be an integer >= 1"),
+    ({"num_boost_round": 0}, SettingError, "num_boost_round must be an integer >= 1"),
+    ({"max_bin": 1}, SettingError, "max_bin must be an integer >= 2"),
+    ({"learning_rate": -1}, SettingError, "learning_rate must be a number > 0"),
 ])
 def test_bad_settings_are_refused_with_their_name(overrides: dict, error: type, message: str):
     with pytest.raises(error) as caught:
@@ -298,7 +302,7 @@ def test_bad_settings_are_refused_with_their_name(overrides: dict, error: type, 
 
 
 def test_constructor_overrides_are_checked_and_applied(signal_data: Path):
-    with pytest.raises(TypeError, match="unknown gbdt setting.*num_rounds"):
+    with pytest.raises(SettingError, match="setting num_rounds: --method gbdt has no such setting"):
         GBDTRanker(num_rounds=3)
     ranker = GBDTRanker(**{**FAST, "num_boost_round": 12, "min_boost_round": 12})
     ranker.fit(TILE, SplitSource(signal_data, TILE, "train"), SplitSource(signal_data, TILE, "valid"),
@@ -397,7 +401,8 @@ def test_tiny_valid_kernels_do_not_choose_the_round(signal_data: Path, tmp_path:
     selection = ranker.summary()["selection"]
     assert (selection["mode"], selection["valid_graphs"], selection["informative_graphs"]) == \
         (CROSS_VALIDATION, 7, 1)
-    assert "cross-validation" in selection["note"] and "1 of 7" in selection["note"]
+    assert selection["note"].startswith("only 1 of the 7 valid kernels have 6 or more configs")
+    assert selection["note"].endswith("chosen by 4-fold cross-validation over the train kernels")
     assert ranker.history == {}  # the one informative valid kernel scored nothing either
 
 

@@ -27,10 +27,12 @@ from solutions.gnn.data import (
 )
 from solutions.gnn.model import LayoutRanker, TileRanker, output_slot_features
 from solutions.gnn.ranker import BEFORE_VERSION_4
-from solutions.gnn.train import GNNConfig, listmle_loss, pairwise_hinge_loss, predict_layout, train
+from solutions.gnn.settings import GNNConfig
+from solutions.gnn.train import listmle_loss, pairwise_hinge_loss, predict_layout, train
 from solutions.method import FitOptions, SavedModelError, SplitSource
-from solutions.pruning import ConfigurableOnly, KHopToConsumers, MergeDroppedRuns, OneHop, PruningNameError
+from solutions.pruning import ConfigurableOnly, KHopToConsumers, MergeDroppedRuns, OneHop
 from solutions.scaling import scale_node_features, scale_tile_config_features, signed_log1p
+from solutions.settings import SettingError
 
 FAST = {"layout_epochs": 2, "tile_epochs": 2, "hidden": 16, "layers": 2, "valid_configs": 16}
 TILE, LAYOUT = COLLECTION_BY_NAME["tile:xla"], COLLECTION_BY_NAME["layout:xla:random"]
@@ -148,7 +150,7 @@ def test_tile_batch_offsets_edges_and_groups_configs():
 def test_layout_ranker_shapes_and_row_dedup_changes_nothing():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(num_configs=9), prune=True, compress=False)
-    model = LayoutRanker(hidden=8, layers=2).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False)).eval()
     digits = example.configs.digits()  # (9, nc=2, 18)
     state = model.encode_nodes(example.inputs)
     assert state.shape == (example.num_nodes, 8)
@@ -185,7 +187,7 @@ def test_output_slot_features_look_up_sizes_and_defaults():
 def test_tile_ranker_shapes():
     examples = [tile_example(f"t{i}", tile_graph(num_nodes=n, seed=i), compress=False) for i, n in enumerate((3, 6))]
     batch = tile_batch(examples, [torch.arange(7), torch.arange(4)])
-    model = TileRanker(hidden=8, layers=2)
+    model = TileRanker.from_settings(GNNConfig(hidden=8, layers=2))
     assert model.encode_graphs(batch.node_feat, batch.node_opcode, batch.edge_index, batch.ptr).shape == (2, 8)
     assert model(batch).shape == (11,)
 
@@ -234,10 +236,11 @@ def test_listmle_prefers_the_true_order():
 
 
 @pytest.mark.parametrize(("params", "error", "message"), [
-    ({"loss": "mse"}, ValueError, "unknown loss 'mse'"),
-    ({"hidden": 0}, ValueError, "hidden must be >= 1"),
-    ({"configs_per_graph": 1}, ValueError, "at least 2 configs"),
-    ({"nonsense": 3}, TypeError, "unknown gnn setting"),
+    ({"loss": "mse"}, SettingError, "setting loss=mse: unknown; loss must be one of hinge, listmle"),
+    ({"hidden": 0}, SettingError, "hidden must be an integer >= 1"),
+    ({"configs_per_graph": 1}, SettingError, "configs_per_graph must be an integer >= 2"),
+    ({"nonsense": 3}, SettingError, "setting nonsense: --method gnn has no such setting"),
+    ({"hiden": 3}, SettingError, "did you mean hidden?"),
 ])
 def test_bad_settings(params, error, message):
     with pytest.raises(error, match=message):
@@ -265,7 +268,7 @@ def test_fit_predict_save_load(tiny_competition, tmp_path, collection):
         assert scores.shape == (graph.num_configs,) and np.isfinite(scores).all()
     ranker.save(tmp_path / "model")
     loaded = GNNRanker.load(tmp_path / "model")
-    assert loaded.config == ranker.config and loaded.prune == ranker.prune
+    assert loaded.config == ranker.config and loaded.transform == ranker.transform
     for (_, graph), scores in zip(graphs, predictions, strict=True):
         np.testing.assert_array_equal(loaded.predict(collection, graph), scores)
 
@@ -279,7 +282,7 @@ def test_same_seed_same_model(tiny_competition):
 @pytest.mark.parametrize(("prune", "compress"), [(False, False), (True, False), (False, True)])
 def test_pruned_and_unpruned_pipelines_rank_every_config(tiny_competition, prune, compress):
     reference = fit(tiny_competition, LAYOUT)  # prune and compress on
-    other = fit(tiny_competition, LAYOUT, prune=prune, compress=compress)
+    other = fit(tiny_competition, LAYOUT, {} if prune else {"pruning": "none"}, compress=compress)
     for _, graph in iter_split(tiny_competition / "public", LAYOUT, "test"):
         a, b = reference.predict(LAYOUT, graph), other.predict(LAYOUT, graph)
         assert a.shape == b.shape == (graph.num_configs,) and np.isfinite(b).all()
@@ -315,7 +318,7 @@ def hand_made_layout_examples(count: int) -> list:
 
 
 def test_training_stops_on_the_time_budget():
-    model = LayoutRanker(hidden=8, layers=1)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
     result = train(model, hand_made_layout_examples(3), hand_made_layout_examples(1), GNNConfig(layout_epochs=5),
                    seed=0, device=torch.device("cpu"), progress=False, time_budget_s=1e-9)
     assert result.stopped == "time budget" and result.steps == 1
@@ -323,7 +326,7 @@ def test_training_stops_on_the_time_budget():
 
 
 def test_training_stops_on_patience_and_keeps_the_best_weights():
-    model = LayoutRanker(hidden=8, layers=1)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
     config = GNNConfig(layout_epochs=10, lr=0.0, eval_every=1, patience=2)  # lr 0: nothing ever improves
     result = train(model, hand_made_layout_examples(3), hand_made_layout_examples(2), config,
                    seed=0, device=torch.device("cpu"), progress=False)
@@ -331,7 +334,7 @@ def test_training_stops_on_patience_and_keeps_the_best_weights():
 
 
 def test_without_validation_graphs_the_last_weights_are_kept():
-    model = LayoutRanker(hidden=8, layers=1)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
     result = train(model, hand_made_layout_examples(2), [], GNNConfig(layout_epochs=3),
                    seed=0, device=torch.device("cpu"), progress=False)
     assert result.best_score is None and result.best_epoch == 3 and result.steps == 6
@@ -341,7 +344,7 @@ def test_nothing_to_learn_is_an_error():
     example = layout_example("flat", layout_graph(), prune=True, compress=False)
     example.runtime[:] = 5.0  # all runtimes equal: no pair to rank
     with pytest.raises(ValueError, match="nothing to learn from"):
-        train(LayoutRanker(hidden=8, layers=1), [example], [], GNNConfig(), seed=0, device=torch.device("cpu"),
+        train(LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False)), [example], [], GNNConfig(), seed=0, device=torch.device("cpu"),
               progress=False)
 
 
@@ -413,9 +416,9 @@ def test_pruning_setting_is_canonical_and_checked():
     assert GNNConfig().pruning == "onehop" == data_module.DEFAULT_PRUNING
     assert GNNConfig(pruning="khop:3:0").pruning == "khop:3"
     assert GNNConfig(pruning="merged:configurable").pruning == "merged"
-    assert GNNRanker(pruning="none").prune is False and GNNRanker(pruning="none").transform is None
+    assert GNNRanker(pruning="none").transform is None
     assert GNNRanker(pruning="khop:2").transform == KHopToConsumers(2)
-    with pytest.raises(PruningNameError, match=r"pruning 'twohop': unknown step 'twohop'; valid names: none, "):
+    with pytest.raises(SettingError, match=r"setting pruning=twohop: unknown step 'twohop'; pruning must be a "):
         GNNRanker(pruning="twohop")
 
 
@@ -454,32 +457,32 @@ def test_a_saved_model_predicts_with_its_own_pruning_after_the_default_changes(t
     assert saved["config"]["pruning"] == "onehop" and saved["pruning"] == "one_hop" and saved["format_version"] == 4
 
     monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "configurable")  # a later kit changes the default
-    assert GNNRanker().pruning == "configurable"  # the change is real for new models
+    assert GNNRanker().config.pruning == "configurable"  # the change is real for new models
     loaded = GNNRanker.load(tmp_path / "model")
-    assert loaded.pruning == "onehop" and loaded.transform == OneHop()
+    assert loaded.config.pruning == "onehop" and loaded.transform == OneHop()
     after = layout_predictions(loaded, graphs)
     for want, got in zip(before, after, strict=True):
         np.testing.assert_array_equal(got, want)
-    loaded.pruning = "configurable"  # what ignoring the saved pruning would have predicted: different
+    loaded.config = replace(loaded.config, pruning="configurable")  # what ignoring the saved pruning would have predicted: different
     assert any(not np.array_equal(a, b) for a, b in zip(layout_predictions(loaded, graphs), before, strict=True))
 
 
-@pytest.mark.parametrize(("options", "params", "expected"), [
-    ({}, {"pruning": "khop:2+merged"}, "khop:2+merged"),
-    ({"prune": False}, {}, "none"),  # --no-prune
+@pytest.mark.parametrize(("params", "expected"), [
+    ({"pruning": "khop:2+merged"}, "khop:2+merged"),
+    ({"pruning": "none"}, "none"),  # what --no-prune gives
 ])
-def test_save_load_round_trips_the_pruning(tiny_competition, tmp_path, monkeypatch, options, params, expected):
+def test_save_load_round_trips_the_pruning(tiny_competition, tmp_path, monkeypatch, params, expected):
     public = tiny_competition / "public"
     ranker = GNNRanker(**FAST, **params)
     ranker.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
-               FitOptions(progress=False, **options))
-    assert ranker.pruning == expected and ranker.summary()["pruning_name"] == expected
+               FitOptions(progress=False))
+    assert ranker.config.pruning == expected and ranker.summary()["pruning_name"] == expected
     graphs = list(iter_split(public, LAYOUT, "test"))
     before = layout_predictions(ranker, graphs)
     ranker.save(tmp_path / "model")
     monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "khop:1")
     loaded = GNNRanker.load(tmp_path / "model")
-    assert loaded.pruning == expected and loaded.config == replace(ranker.config, pruning=expected)
+    assert loaded.config.pruning == expected and loaded.config == ranker.config
     for want, got in zip(before, layout_predictions(loaded, graphs), strict=True):
         np.testing.assert_array_equal(got, want)
 
@@ -519,11 +522,11 @@ def test_version_1_models_keep_their_pruning(saved_layout_model, tmp_path, monke
     monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "configurable")
     old, _ = edited_copy(folder, tmp_path, as_version_1(True, "one_hop"))
     loaded = GNNRanker.load(old)
-    assert loaded.pruning == "onehop"
+    assert loaded.config.pruning == "onehop"
     for want, got in zip(before, layout_predictions(loaded, graphs), strict=True):
         np.testing.assert_array_equal(got, want)
     unpruned, _ = edited_copy(folder, tmp_path / "b", as_version_1(False, None))
-    assert GNNRanker.load(unpruned).pruning == "none"
+    assert GNNRanker.load(unpruned).config.pruning == "none"
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -562,8 +565,8 @@ def test_predict_only_refuses_an_unknown_pruning_with_a_usage_error(tiny_competi
 
 
 @pytest.mark.parametrize(("flags", "message"), [
-    (["--param", "pruning=twohop"], "pruning 'twohop': unknown step 'twohop'; valid names: none, configurable"),
-    (["--param", "pruning=null"], "a pruning name is text, got None"),
+    (["--param", "pruning=twohop"], "setting pruning=twohop: unknown step 'twohop'; pruning must be a pruning name"),
+    (["--param", "pruning=null"], "setting pruning=null: unknown step 'null'"),
     (["--no-prune", "--param", "pruning=onehop"], "--no-prune and --param pruning=onehop contradict each other"),
 ])
 def test_solve_refuses_bad_pruning_before_training(tiny_competition, tmp_path, capsys, flags, message):
@@ -572,6 +575,7 @@ def test_solve_refuses_bad_pruning_before_training(tiny_competition, tmp_path, c
     out = tmp_path / "s.csv"
     assert main(["solve", "--data", str(tiny_competition / "public"), "--out", str(out), "--quiet", *flags]) == 2
     assert message in capsys.readouterr().err and not out.exists()
+    assert not (tmp_path / "s.models").exists()
 
 
 def test_pruning_names_are_documented():

@@ -16,7 +16,8 @@ from solutions.gnn import GNNRanker
 from solutions.gnn.data import configurable_links, layout_example
 from solutions.gnn.model import ConfigAttention, LayoutRanker, context_index
 from solutions.gnn.ranker import BEFORE_VERSION_4
-from solutions.gnn.train import GNNConfig, predict_layout
+from solutions.gnn.settings import GNNConfig
+from solutions.gnn.train import predict_layout
 from solutions.method import FitOptions, SplitSource
 
 CPU = torch.device("cpu")
@@ -62,7 +63,8 @@ def test_configurable_links_match_the_obvious_definition(case):
 def test_chunked_prediction_equals_one_pass(fusion, attention):
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True)
-    model = LayoutRanker(hidden=8, layers=2, fusion=fusion, config_attention=attention, attention_context=6).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion, config_attention=attention,
+                                                 configs_per_graph=6)).eval()
     one_pass = predict_layout(model, example, device=CPU)
     chunked = predict_layout(model, example, device=CPU, batch_nodes=1)
     assert one_pass.shape == (example.num_configs,) and np.isfinite(one_pass).all()
@@ -75,7 +77,7 @@ def test_chunked_prediction_equals_one_pass(fusion, attention):
 def test_intermediate_fusion_scores_depend_on_the_configs_only_through_configurable_nodes():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(num_configs=12, duplicates=False), prune=False, compress=True)
-    model = LayoutRanker(hidden=8, layers=2, fusion="intermediate").eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False)).eval()
     with torch.no_grad():
         state = model.encode_nodes(example.inputs)  # message passing done once, config-free
         digits = example.configs.digits()
@@ -106,9 +108,10 @@ def test_context_index_is_a_fixed_sample():
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"fusion": "late"}, "unknown fusion 'late'; expected one of early, intermediate"),
+    ({"fusion": "late"}, "setting fusion=late: unknown; fusion must be one of early, intermediate"),
     ({"fusion": "intermediate", "training": "gst"}, "intermediate fusion passes messages once per graph"),
-    ({"config_layers": -1}, "config_layers must be >= 0"),
+    ({"training": "gst"}, "training=gst with fusion=intermediate: .* add fusion=early"),  # no silent switch
+    ({"config_layers": -1}, "config_layers must be an integer >= 0"),
 ])
 def test_bad_fusion_settings(params, message):
     with pytest.raises(ValueError, match=message):
@@ -174,9 +177,9 @@ def test_a_tile_model_with_geometry_saves_and_loads(tiny_competition, tmp_path):
 
 
 def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competition, tmp_path, monkeypatch):
-    from solutions.gnn import train as train_module
+    from solutions.gnn import settings as settings_module
 
-    monkeypatch.setitem(train_module.COLLECTION_DEFAULTS, LAYOUT.name, {"loss": "hinge", "fusion": "early"})
+    monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name, {"loss": "hinge", "fusion": "early"})
     public = tiny_competition / "public"
     splits = SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid")
     default = GNNRanker(**FAST)
@@ -190,7 +193,7 @@ def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competi
     whole.fit(LAYOUT, *splits, FitOptions(progress=False))
     assert (whole.config.loss, whole.config.fusion) == (GNNConfig.loss, GNNConfig.fusion) == ("listmle", "intermediate")
     default.save(tmp_path / "model")
-    monkeypatch.setitem(train_module.COLLECTION_DEFAULTS, LAYOUT.name, {})
+    monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name, {})
     loaded = GNNRanker.load(tmp_path / "model")  # the saved settings, whatever today's table says
     assert (loaded.config.loss, loaded.config.fusion) == ("hinge", "early")
 
@@ -246,7 +249,10 @@ def test_tile_with_too_few_informative_valid_kernels_cross_validates_the_epoch(t
     ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"), FitOptions(progress=False))
     selection = ranker.summary()["selection"]
     assert selection["mode"] == CROSS_VALIDATION and selection["cv_folds"] == CV_FOLDS
-    assert "cross-validation over the train graphs" in selection["note"]
+    assert selection["note"] == ("only 2 of the 3 valid kernels have 6 or more configs (a kernel with fewer scores "
+                                 "about the same whatever the model), fewer than the 5 model selection needs, so the "
+                                 "number of rounds or epochs was chosen by 4-fold cross-validation over the train "
+                                 "kernels")
     assert 1 <= selection["cv_best_epoch"] <= 4 and selection["cv_score"] is not None
     assert ranker.result.best_epoch == selection["cv_best_epoch"]
     assert ranker.result.stopped in ("selected epoch", "epochs") and len(ranker.result.history) == 1
@@ -269,7 +275,7 @@ def test_tied_nodes_are_linked_to_their_group_when_asked():
     plain = {tuple(p) for p in example.inputs.config_links().T.tolist()}
     tied = {tuple(p) for p in example.inputs.config_links(tied=True).T.tolist()}
     assert tied - plain <= {(0, 1), (1, 0)} and {(0, 1), (1, 0)} <= tied
-    model = LayoutRanker(hidden=8, layers=2, fusion="intermediate", tied_links=True).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False, tied_links=True)).eval()
     one_pass = predict_layout(model, example, device=CPU)
     np.testing.assert_allclose(one_pass, predict_layout(model, example, device=CPU, batch_nodes=1), rtol=1e-5, atol=1e-6)
     no_configs = layout_graph(num_configs=1, duplicates=False)

@@ -24,6 +24,7 @@ from solutions.gnn.gst import (
 )
 from solutions.gnn.model import LayoutRanker
 from solutions.gnn.ranker import BEFORE_VERSION_4
+from solutions.gnn.settings import GNNConfig
 from solutions.method import FitOptions, SplitSource
 
 LAYOUT = COLLECTION_BY_NAME["layout:nlp:random"]
@@ -127,7 +128,7 @@ def test_all_segments_fresh_equals_the_full_model_on_the_cut_graph():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(np.random.default_rng(2)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker(hidden=8, layers=2).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     scores = gst_layout_scores(model, example, segments, table, index, segments_per_step=len(segments),
@@ -142,7 +143,7 @@ def test_historical_values_stand_in_for_segments_not_recomputed():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(np.random.default_rng(3)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker(hidden=8, layers=2).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     common = {"stale_dropout": 0.0, "device": torch.device("cpu"), "dedup_rows": True}
@@ -164,7 +165,7 @@ def test_historical_values_stand_in_for_segments_not_recomputed():
 def test_stale_dropout_leaves_historical_values_out():
     example = layout_example("g", layout_graph(np.random.default_rng(4)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker(hidden=8, layers=2).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     table.values[:] = 100.0  # absurd stored values: they move the scores only when used
@@ -205,10 +206,10 @@ def test_tables_in_a_folder_are_files_removed_on_close(tmp_path):
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"training": "segments"}, "unknown training 'segments'"),
-    ({"segment_size": 0}, "segment_size must be >= 1"),
-    ({"segments_per_step": 0}, "segments_per_step must be >= 1"),
-    ({"stale_dropout": 1.0}, r"stale_dropout must be in \[0, 1\)"),
+    ({"training": "segments"}, "setting training=segments: unknown; training must be one of full, gst"),
+    ({"segment_size": 0}, "segment_size must be an integer >= 1"),
+    ({"segments_per_step": 0}, "segments_per_step must be an integer >= 1"),
+    ({"stale_dropout": 1.0}, "stale_dropout must be a number >= 0 and < 1"),
     ({"training": "gst", "fusion": "intermediate"}, "intermediate fusion passes messages once per graph"),
 ])
 def test_bad_gst_settings(params, message):
@@ -227,8 +228,9 @@ def fit(tiny, **params) -> GNNRanker:
 
 def test_one_segment_per_graph_is_full_graph_training(tiny_competition):
     """With segments as large as the graphs nothing is historical: GST reduces to full-graph training
-    (of early fusion, which training=gst implies)."""
-    full, gst = fit(tiny_competition, fusion="early"), fit(tiny_competition, training="gst", segment_size=100_000)
+    (of early fusion, which training=gst needs)."""
+    full = fit(tiny_competition, fusion="early")
+    gst = fit(tiny_competition, training="gst", fusion="early", segment_size=100_000)
     assert gst.config.fusion == "early"
     for _, graph in iter_split(tiny_competition / "public", LAYOUT, "test"):
         np.testing.assert_allclose(gst.predict(LAYOUT, graph), full.predict(LAYOUT, graph), rtol=1e-4, atol=1e-5)
@@ -236,7 +238,7 @@ def test_one_segment_per_graph_is_full_graph_training(tiny_competition):
 
 @pytest.mark.slow
 def test_gst_unpruned_fit_saves_its_mode_and_predicts_every_config(tiny_competition, tmp_path):
-    ranker = fit(tiny_competition, training="gst", segment_size=64, segments_per_step=2, pruning="none")
+    ranker = fit(tiny_competition, training="gst", fusion="early", segment_size=64, segments_per_step=2, pruning="none")
     summary = ranker.summary()
     assert summary["training"] == "gst" and summary["gst"]["segments"] > 3 and summary["gst"]["table"] == "memory"
     assert ranker.result.steps > 0
@@ -254,7 +256,7 @@ def test_gst_unpruned_fit_saves_its_mode_and_predicts_every_config(tiny_competit
 
 @pytest.mark.slow
 def test_tables_in_the_cache_folder_give_the_same_model(tiny_competition, tmp_path):
-    params = {"training": "gst", "segment_size": 64, "pruning": "none"}
+    params = {"training": "gst", "fusion": "early", "segment_size": 64, "pruning": "none"}
     memory = fit(tiny_competition, **params)
     cached = fit(tiny_competition, **params, _options={"cache_dir": tmp_path / "cache"})
     assert cached.summary()["gst"]["table"] == "cache directory"

@@ -161,7 +161,9 @@ def test_cli_inspect_text_and_json(tmp_path, capsys):
     assert "configurable nodes  7" in text and "distinct configs" in text and "max/min" in text
 
     assert main(["inspect", "--json", str(layout)]) == 0
-    record = json.loads(capsys.readouterr().out)
+    document = json.loads(capsys.readouterr().out)
+    assert document["ok"] and document["problems"] == [] and len(document["files"]) == 1
+    record = document["files"][0]
     expected = reference(layout)
     for key in ("nodes", "edges", "configs", "configurable_nodes", "distinct_configs", "runtime_min",
                 "runtime_max", "memory_bytes"):  # fmt: skip

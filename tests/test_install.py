@@ -1,7 +1,7 @@
 """The dependency split: pyproject.toml's base install and extras cover what each part of the kit imports.
 
 ``pip install .`` is the rules alone (numpy, pandas, tqdm); ``solutions``, ``leaderboard``,
-``notebooks``, ``kaggle`` and ``dev`` add the other parts (README, "Install"). Every import statement
+``notebooks``, ``kaggle`` and ``dev`` add the other parts (docs/install.md). Every import statement
 of the tree is read (module level and inside functions, notebooks' code cells too) and each
 third-party module must come from a requirement declared for its part, so a new import without its
 dependency fails here; a declared requirement nothing uses fails too.
@@ -216,7 +216,14 @@ def test_make_demo_installs_the_solutions_and_make_test_everything():
     # dev is everything the tests touch: every extra but the Kaggle client (its tests fake the API).
     everything = set().union(*(declared(e) for e in PYPROJECT["project"]["optional-dependencies"] if e != "kaggle"))
     assert declared("dev") == everything
-    assert not (ROOT / "requirements.txt").exists(), "pyproject.toml is the one list of dependencies"
+
+
+def test_requirements_txt_installs_the_kit_with_its_solutions_and_agrees_with_pyproject():
+    lines = [line.strip() for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    assert "-e .[solutions]" in lines  # the kit itself, with the extra a competitor needs
+    listed = [line for line in lines if not line.startswith("-")]
+    assert listed == [*PYPROJECT["project"]["dependencies"], *PYPROJECT["project"]["optional-dependencies"]["solutions"]]
 
 
 def test_a_missing_extra_names_the_extra_to_install():

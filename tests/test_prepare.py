@@ -224,10 +224,16 @@ def test_cli_prepare_and_refuse_a_non_empty_out(tiny_competition, tmp_path, caps
     assert "layout:nlp:random" in printed and "leaderboard init" in printed
     before = tree_hashes(out)
     assert main(args) == 2
-    assert "is not empty" in capsys.readouterr().err and tree_hashes(out) == before
+    err = capsys.readouterr().err
+    assert "is not empty; choose an empty folder, or replace it with tpugraphs prepare --force" in err
+    assert "force=True" not in err and tree_hashes(out) == before
     assert main([*args, "--seed", "4", "--force"]) == 0
     assert tree_hashes(out) != before
     assert [p.name for p in tmp_path.iterdir()] == ["comp"]  # no temporary folder left beside it
+    # the one data-directory rule: the synth output folder means its public/ (as for --data)
+    from_root = tmp_path / "from_root"
+    assert main(["prepare", "--from", str(tiny_competition), "--out", str(from_root), "--seed", "4"]) == 0
+    assert tree_hashes(from_root) == tree_hashes(out)
 
 
 @pytest.mark.parametrize(
@@ -248,10 +254,10 @@ def test_cli_bad_options_exit_2(tiny_competition, tmp_path, capsys, extra, messa
 
 def test_missing_source_and_out_inside_source(tiny_competition, tmp_path, capsys):
     assert main(["prepare", "--from", str(tmp_path / "absent"), "--out", str(tmp_path / "o")]) == 2
-    assert "no such data directory" in capsys.readouterr().err
+    assert "absent: no such directory" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main(["prepare", "--from", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
-    assert "no labelled graphs" in capsys.readouterr().err
+    assert "empty holds no competition data" in capsys.readouterr().err
     copy = tmp_path / "copy"
     shutil.copytree(tiny_competition / "public", copy)
     assert main(["prepare", "--from", str(copy / "npz_all" / "npz"), "--out", str(copy), "--force"]) == 2

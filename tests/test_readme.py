@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BLOCK_NEEDS = re.compile(r"<!--\s*readme:\s*needs\s+(.+?)\s*-->")
 LINE_NEEDS = re.compile(r"#\s*needs\b")
+# `make demo` without the install: the demo's data/demo and its gbdt submission, at the tiny scale so
+# that the README's commands on data/demo run in seconds here.
+MAKE_DEMO_STAND_IN = "python -m solutions.demo --out data/demo --scale tiny --methods gbdt"
 
 
 @dataclass
@@ -117,6 +120,9 @@ def test_readme_code_blocks_run_in_order(tmp_path):
                 continue
             if _needs(command):
                 skipped.append(f"{where}: {command}")
+            elif command.startswith("make demo"):  # what the rest of the README reuses: data/demo
+                runnable.append(MAKE_DEMO_STAND_IN)
+                skipped.append(f"{where}: {command} (run as: {MAKE_DEMO_STAND_IN})")
             elif command.startswith("make "):
                 skipped.append(f"{where}: {command} (the Makefile itself is what make test runs)")
             else:
@@ -131,3 +137,28 @@ def test_readme_code_blocks_run_in_order(tmp_path):
         ran.extend(f"{where}: {command}" for command in runnable)
     print("ran:\n  " + "\n  ".join(ran) + "\nnot run here:\n  " + "\n  ".join(skipped))
     assert ran, "no README code ran"
+    written = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()]
+    assert not_ignored(written) == [], "the README writes files git would list (git status --porcelain)"
+
+
+def not_ignored(paths: list[str]) -> list[str]:
+    """The paths (relative to the repository root) that the repository's .gitignore does not cover."""
+    if not paths:
+        return []
+    done = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "--no-index", "--stdin"],
+                          input="\n".join(paths) + "\n", capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1) or not (ROOT / ".git").exists():
+        pytest.skip(f"not a git checkout ({done.stderr.strip()})")
+    ignored = set(done.stdout.splitlines())
+    return [p for p in paths if p not in ignored]
+
+
+def test_what_the_kit_writes_by_default_is_ignored():
+    """The default outputs (the leaderboard database holds the hidden labels) never show in git status."""
+    from leaderboard.commands import DEFAULT_DB
+
+    defaults = [DEFAULT_DB.removeprefix("sqlite:///"), "data/demo/private/solution.csv", "runs/gbdt.csv",
+                "runs/gbdt.models/tile_xla/model.txt", "notebooks/output/work/leaderboard.db", "leaderboard.db",
+                "leaderboard.db-wal"]
+    assert not_ignored(defaults) == []
+    assert not_ignored(["README.md", "solutions/settings.py"]) == ["README.md", "solutions/settings.py"]

@@ -19,7 +19,7 @@ from competition.stats.ensemble import ensemble
 from competition.submission import validate_submission
 from solutions import method as method_module
 from solutions import model_store, runner
-from solutions.commands import parse_params
+from solutions.commands import param_texts
 from solutions.method import FitOptions, MethodInfo
 from solutions.runner import PeakMemory, SolveError, solve
 
@@ -246,8 +246,9 @@ def test_a_three_seed_blend_differs_from_each_seed(tiny_competition, tmp_path, e
     ({"collections": ["layout:xla"]}, "unknown collection 'layout:xla'"),
     ({"data_dir": "nowhere"}, "nowhere'?: no such directory"),
     ({"predict_only": True}, r"no saved models here \(solve.json is missing\)"),
-    ({"method_params": {"layout_epochs": 0}}, "does not accept the parameter"),
-    ({"method_params": {"nonsense": 1}}, "unknown gnn setting"),
+    ({"method_params": {"layout_epochs": 0}}, "setting layout_epochs=0: too small; layout_epochs must be an integer >= 1"),
+    ({"method_params": {"nonsense": 1}}, "setting nonsense: --method gnn has no such setting"),
+    ({"method_params": {"hidden": 8}, "predict_only": True}, "--param has no effect with --predict-only"),
     ({"options": FitOptions(device="cuda:7", progress=False)}, "cuda"),
 ])
 def test_user_errors(tiny_competition, tmp_path, kwargs, message):
@@ -322,9 +323,9 @@ def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, c
     (["--method", "nope"], "unknown method 'nope'"),
     (["--collection", "tile"], "invalid choice: 'tile'"),
     (["--predict-only"], "run without --predict-only first"),
-    (["--param", "hidden"], "expected KEY=VALUE"),
+    (["--param", "hidden"], "expected NAME=VALUE"),
     (["--method", "gbdt", "--param", "objective=nope"],
-     "objective must be one of lambdarank, rank_xendcg, regression, pairwise; got 'nope'"),
+     "setting objective=nope: unknown; objective must be one of lambdarank, rank_xendcg, regression, pairwise"),
     (["--time-budget", "0"], "--time-budget must be > 0"),
     (["--seeds", "0,x"], "--seeds must be comma-separated integers"),
     (["--seeds", "0,1,1"], "seed(s) 1 listed more than once"),
@@ -380,10 +381,13 @@ def test_cli_disk_full_while_caching_exits_1_and_leaves_no_half_cache(tiny_compe
     ([], {}),
     (["hidden=64", "loss=listmle", "patience=null", "row_features=false", "lr=1e-3"],
      {"hidden": 64, "loss": "listmle", "patience": None, "row_features": False, "lr": 0.001}),
-    (["name=a=b"], {"name": "a=b"}),
+    (["patience=none", "num_threads=None", "config_attention=no"],
+     {"patience": None, "num_threads": None, "config_attention": False}),
 ])
-def test_parse_params(items, expected):
-    assert parse_params(items) == expected
+def test_param_texts_are_read_by_the_schema(items, expected):
+    assert runner.parse_method_params("gnn", param_texts(items, no_prune=False)) == expected
+    assert param_texts(["name=a=b"], no_prune=False) == {"name": "a=b"}
+    assert param_texts([], no_prune=True) == {"pruning": "none"}
 
 
 def test_slugs_are_file_name_safe():
@@ -461,3 +465,24 @@ def test_runs_on_different_collections_accumulate(tiny_competition, tmp_path, ex
     assert manifest["collections"]["tile:xla"]["run_id"] != manifest["collections"]["layout:xla:random"]["run_id"]
     solve(public(tiny_competition), "oracle", tmp_path / "out.csv", collections=TWO, options=QUIET,
           model_dir=models, predict_only=True)
+
+
+@pytest.mark.parametrize(("selection", "shown"), [
+    ({"mode": "cross-validation", "cv_folds": 4, "note": "the valid split has only 3 kernels, ..."}, True),
+    ({"mode": "cross-validation", "cv_folds": 0, "note": "too few train kernels: nothing was cross-validated"},
+     False),
+    ({"mode": "valid", "valid_graphs": 8, "informative_graphs": 6, "note": "selected on 6 valid graphs"}, False),
+])
+def test_the_selection_note_is_one_sentence_under_the_table_only_when_the_fallback_ran(tmp_path, selection, shown):
+    collection = runner.CollectionReport(
+        collection="tile:xla", metric="tile_slowdown", validation_score=0.9, valid_graphs=3, test_graphs=4,
+        fit_seconds=1.0, validate_seconds=0.1, predict_seconds=0.1, peak_memory_mb=10.0, model_path=None,
+        details={"selection": selection})
+    report = runner.SolveReport(method="gbdt", submission=tmp_path / "s.csv", rows=4, collections=[collection],
+                                options=FitOptions(), predict_only=False, model_dir=tmp_path, seconds=1.0,
+                                process_peak_memory_mb=10.0)
+    lines = report.format_table().splitlines()
+    notes = [line for line in lines if selection["note"] in line]
+    assert notes == ([f"tile:xla: {selection['note']}."] if shown else [])
+    if shown:
+        assert lines.index(notes[0]) > lines.index(next(line for line in lines if line.startswith("gbdt:")))

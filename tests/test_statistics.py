@@ -590,3 +590,46 @@ def test_demo_table_marks_differences_within_noise(solved_tiny):
     table = results_table(results, marks)
     assert "~ within noise of the best" in table
     assert results_table(results).count("~") == 0
+
+
+def test_demo_ends_with_how_its_models_rank_the_shipped_real_graph(solved_tiny):
+    from competition.data.protos.featurize import featurize_file
+    from competition.data.realdata import LAYOUT_PROTO
+    from solutions.demo import real_data_line
+    from solutions.heuristics import layout_cost
+
+    _, runs = solved_tiny
+    line = real_data_line({"heuristic": runs["heuristic"].model_dir, "random": runs["random"].model_dir})
+    assert "real data, one graph" in line and "112 measured configs" in line and "make bench-real" in line
+    # The heuristic's tau on the real graph is the official metric of its own cost ranking.
+    [(_, graph)] = featurize_file(LAYOUT_PROTO)
+    expected = stats.layout_taus([np.log1p(layout_cost(graph))], [graph.config_runtime.astype(np.float64)])[0]
+    assert f"heuristic {expected:+.2f} [" in line
+
+
+def test_one_graph_tau_interval_is_the_metric_and_resamples_configs():
+    from competition.metrics import kendall_tau_score
+
+    rng = np.random.default_rng(3)
+    runtimes = rng.uniform(1, 2, size=60)
+    predicted = runtimes + rng.normal(0, 0.3, size=60)
+    ci = stats.tau_interval([predicted], [runtimes], draws=400, seed=1)
+    assert ci.estimate == pytest.approx(kendall_tau_score(np.argsort(predicted, kind="stable"), runtimes))
+    assert ci.low < ci.estimate < ci.high
+    assert stats.tau_interval([predicted], [runtimes], draws=400, seed=1) == ci  # seeded
+    with pytest.raises(ValueError, match="run 0: 59 predictions for 60 runtimes"):
+        stats.tau_interval([predicted[:-1]], [runtimes])
+
+
+def test_shakeup_shows_whole_file_names_and_stats_label_its_three_figures(tiny_competition, tmp_path, capsys):
+    import shutil
+
+    from competition.cli import main
+
+    long_name = tmp_path / ("a_submission_whose_name_is_longer_than_thirty_characters_" + "x" * 20 + ".csv")
+    shutil.copy(tiny_competition / "public" / "sample_submission.csv", long_name)
+    solution = str(tiny_competition / "private" / "solution.csv")
+    assert main(["shakeup", str(long_name), "--solution", solution, "--draws", "20"]) == 0
+    assert str(long_name) in capsys.readouterr().out  # never cut: the start often tells the files apart
+    assert main(["stats", str(tiny_competition / "public"), "--collection", "tile:xla"]) == 0
+    assert "| nodes (min / median / max) |" in capsys.readouterr().out

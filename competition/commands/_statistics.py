@@ -101,10 +101,15 @@ def load_scores(paths: list[str], solution, usage: str, max_problems: int = 50) 
     return scored
 
 
-def run_guarded(command: str, body) -> int:
-    """Run ``body()``; InputRejected -> its message on stderr and exit 1."""
+def run_guarded(command: str, body, *, as_json: bool = False) -> int:
+    """Run ``body()``; InputRejected -> its message on stderr and exit 1 (with ``as_json``, also the
+    problems as one JSON document on stdout, one per line of the message: ``commands._json``)."""
     try:
         return body()
     except InputRejected as exc:
         print(f"tpugraphs {command}: {exc}", file=sys.stderr)
+        if as_json:
+            from competition.commands._json import message_problem, problems_document
+
+            print(problems_document([message_problem(line) for line in str(exc).splitlines()], 1))
         return 1

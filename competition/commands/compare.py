@@ -50,4 +50,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json_dict(top=args.top)) if args.json else result.format(top=args.top))
         return 0
 
-    return common.run_guarded("compare", body)
+    return common.run_guarded("compare", body, as_json=args.json)

@@ -85,4 +85,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json_dict()) if args.json else result.format())
         return 0
 
-    return common.run_guarded("ensemble", body)
+    return common.run_guarded("ensemble", body, as_json=args.json)

@@ -12,9 +12,10 @@ Sizes are read from the array headers and the config tensor is streamed in chunk
 counted exactly (identical config rows, i.e. identical node_config_feat / config_feat). Test files
 have every runtime set to 0: the runtime spread then reads "hidden".
 
---json prints one JSON object per file (one per line) with the keys path, kind, nodes, edges,
-configs, configurable_nodes (null for tile), distinct_configs, runtime_min, runtime_max,
-runtime_ratio, runtime_hidden, memory_bytes, compressed, arrays.
+--json prints one JSON document: {"ok", "exit_code", "files": [...], "problems": [...]}, one object
+per readable file with the keys path, kind, nodes, edges, configs, configurable_nodes (null for
+tile), distinct_configs, runtime_min, runtime_max, runtime_ratio, runtime_hidden, memory_bytes,
+compressed, arrays, and one problem {"line", "id" (the file), "rule", "message"} per unreadable file.
 
 exit status: 0 ok, 1 a file is not a readable graph (named), 2 usage error
 
@@ -33,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="FILE.npz", help="npz graph files (tile or layout)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object per file instead of text")
+    parser.add_argument("--json", action="store_true",
+                        help='print one JSON document instead of text: {"files": [one object per file], "problems"}')
     parser.set_defaults(handler=run)
 
 
@@ -48,16 +50,19 @@ def run(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.is_file():
             raise UsageError(f"{path}: no such file")
-    failures = 0
+    failures, records = [], []
     for i, path in enumerate(paths):
         try:
             summary = inspect_npz(path)
         except DataFormatError as exc:
             print(f"tpugraphs inspect: {exc}", file=sys.stderr)
-            failures += 1
+            failures.append({"line": None, "id": str(path), "rule": None, "message": str(exc)})
             continue
         if args.json:
-            print(json.dumps(summary.to_dict()))
+            records.append(summary.to_dict())
         else:
             print(("\n" if i else "") + format_summary(summary))
+    if args.json:
+        print(json.dumps({"ok": not failures, "exit_code": 1 if failures else 0, "files": records,
+                          "problems": failures}))
     return 1 if failures else 0

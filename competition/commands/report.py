@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{result.format(worst=args.worst)}\n\n{graded.format()}{note}")
         return 0
 
-    return common.run_guarded("report", body)
+    return common.run_guarded("report", body, as_json=args.json)
 
 
 def _gradable_origin(args: argparse.Namespace):

@@ -15,7 +15,9 @@ written by 'tpugraphs synth'. The submission is validated first with the same ru
 'private' use only the rows of that Usage, 'score' both; a figure with no rows to average (a
 solution without Private rows, say) is null in --json and '-' in the table, never 0.0. --collection
 (repeatable) scores only those collections of the solution; the submission must then hold exactly
-their rows.
+their rows. --json prints one JSON document on stdout: {"score", "public", "private", "collections"}
+when scored, else {"ok": false, "exit_code", "problems": [{"line", "id", "rule", "message"}],
+"problems_truncated"} (the exit status is the same either way).
 
 exit status: 0 scored, 1 invalid submission or unreadable solution, 2 usage error
 
@@ -45,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from competition.commands._json import message_problem, problems_document, validation_problems
     from competition.commands._partial import chosen_collections, explain_other_collections, names
     from competition.errors import SolutionFormatError, UsageError
     from competition.scoring import Solution, format_report, load_solution, score_rows
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         solution = load_solution(args.solution)
     except SolutionFormatError as exc:
         print(f"tpugraphs score: unusable solution file: {exc}", file=sys.stderr)
+        if args.json:
+            print(problems_document([message_problem(f"unusable solution file: {exc}")], 1))
         return 1
     chosen = chosen_collections(args.collections)
     if args.collections:
@@ -71,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         why = "--collection" if args.collections else "the solution has rows of no other collection"
         result = explain_other_collections(result, scored, why=why)
         print(format_problems(result, source_name=str(args.submission)), file=sys.stderr)
+        if args.json:
+            print(problems_document(validation_problems(result), 1, truncated=result.problems_truncated))
         return 1
     report = score_rows(result.rows, solution)
     if args.json:

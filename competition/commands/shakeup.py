@@ -58,4 +58,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json_dict()) if args.json else result.format())
         return 0
 
-    return common.run_guarded("shakeup", body)
+    return common.run_guarded("shakeup", body, as_json=args.json)

@@ -68,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
                          splits=tuple(args.split or SPLITS), collections=args.collection)
     except DataFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if args.json:
+            from competition.commands._json import message_problem, problems_document
+
+            print(problems_document([message_problem(str(exc))], EXIT_INVALID))
         return EXIT_INVALID
     if not stats:
         raise UsageError(f"{folder}: no npz files in the chosen collections and splits")

@@ -14,6 +14,9 @@ The IDs a submission must contain and each graph's number of configs are read fr
 download, or a competition prepared from one, holds only some collections: name them with
 --collection (repeatable) and the submission must then hold exactly the rows of those collections.
 
+--json prints one JSON document on stdout: {"ok": true, "submission", "rows"} when valid, else
+{"ok": false, "exit_code", "problems": [{"line", "id", "rule", "message"}], "problems_truncated"}.
+
 exit status: 0 valid, 1 invalid (every problem listed, capped by --max-problems), 2 usage error
 
 example:
@@ -33,12 +36,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-problems", type=int, default=50, metavar="N",
                         help="stop listing after N problems (default: 50)")
     add_collection_option(parser, "--data")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text (keys above)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
     from pathlib import Path
 
+    from competition.commands._json import message_problem, problems_document, validation_problems
     from competition.commands._partial import chosen_collections, explain_other_collections
     from competition.data.graphs import expected_from_data_dir
     from competition.errors import DataFormatError, UsageError
@@ -54,13 +60,20 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except DataFormatError as exc:
         print(f"tpugraphs validate: cannot read the test graphs: {exc}", file=sys.stderr)
+        if args.json:
+            print(problems_document([message_problem(f"cannot read the test graphs: {exc}")], 1))
         return 1
     result = validate_submission(submission, expected, max_problems=args.max_problems)
     if args.collections:
         result = explain_other_collections(result, chosen)
     if not result.ok:
         print(format_problems(result, source_name=str(submission)), file=sys.stderr)
+        if args.json:
+            print(problems_document(validation_problems(result), 1, truncated=result.problems_truncated))
         return 1
+    if args.json:
+        print(json.dumps({"ok": True, "submission": str(submission), "rows": len(result.rows)}))
+        return 0
     where = args.data if args.collections is None else f"{', '.join(c.name for c in chosen)} in {args.data}"
     print(f"{submission}: valid submission ({len(result.rows)} rows, every test graph of {where})")
     return 0

@@ -78,7 +78,7 @@ from competition.data.graphs import (
     check_references,
     load_graph,
 )
-from competition.data.locate import CompetitionFolder, find_npz_root
+from competition.data.locate import CompetitionFolder, find_npz_root, resolve_data_dir
 from competition.data.npz import load_npz_member, read_exactly, read_npy_header
 from competition.data.synth.names import anonymous_stems
 from competition.data.synth.writer import join_ints, write_csv, write_npz
@@ -427,8 +427,8 @@ def _check_out_dir(out_dir: Path, root: Path, force: bool) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise FileExistsError(f"{out_dir} exists and is not a folder")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not force:
-        raise FileExistsError(f"{out_dir} is not empty; choose an empty folder or pass force=True "
-                              "(tpugraphs prepare --force) to replace it")
+        raise FileExistsError(f"{out_dir} is not empty; choose an empty folder, or replace it with "
+                              "tpugraphs prepare --force")
     out_abs, root_abs = out_dir.resolve(), root.resolve()
     if out_abs == root_abs or out_abs in root_abs.parents:
         raise ValueError(f"{out_dir} holds the source data {root}; write the new competition elsewhere")
@@ -476,8 +476,7 @@ def prepare_competition(
     seed = int(seed)
     started = time.perf_counter()
     data_dir, out_dir = Path(data_dir), Path(out_dir)
-    if not data_dir.is_dir():
-        raise FileNotFoundError(f"{data_dir}: no such data directory")
+    data_dir = resolve_data_dir(data_dir)  # the one data-directory rule: a synth output folder is its public/
     root = find_npz_root(data_dir)
     present = labelled_collections(data_dir)
     if not present:

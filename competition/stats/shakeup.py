@@ -136,18 +136,18 @@ class Shakeup:
         }
 
     def format(self) -> str:
-        head = (f"{'submission':<30} {'public':>7} {'private':>7} {'sim. private mean':>17} {'sd':>6} "
+        width = max(30, *(len(name) for name in self.names))  # whole names: they tell the files apart
+        head = (f"{'submission':<{width}} {'public':>7} {'private':>7} {'sim. private mean':>17} {'sd':>6} "
                 f"{'5%-95%':>15} {'chosen':>7} {'best':>6}")
         lines = [f"{self.draws} random public/private splits ({self.public_share:.0%} public within each "
                  f"collection, seed {self.seed})",
                  "public/private: the solution's own split; chosen: share of splits where the submission has "
                  "the best public score; best: share where it has the best private score", head, "-" * len(head)]
         for row in self.summary():
-            name = row["submission"] if len(row["submission"]) <= 30 else "..." + row["submission"][-27:]
             spread = f"{row['private_p05']:.4f}-{row['private_p95']:.4f}"
             actual = [f"{v:>7.4f}" if v is not None else f"{'-':>7}" for v in (row["actual_public"],
                                                                                row["actual_private"])]
-            lines.append(f"{name:<30} {actual[0]} {actual[1]} "
+            lines.append(f"{row['submission']:<{width}} {actual[0]} {actual[1]} "
                          f"{row['private_mean']:>17.4f} {row['private_sd']:>6.4f} {spread:>15} "
                          f"{row['chosen_by_public']:>7.0%} {row['best_on_private']:>6.0%}")
         if len(self.names) > 1:

@@ -7,6 +7,7 @@ from starlette.concurrency import run_in_threadpool
 
 from leaderboard.deps import BoardCacheDep, ScorerDep, SettingsDep
 from leaderboard.models import utcnow
+from leaderboard.service import MAX_DESCRIPTION
 
 router = APIRouter(prefix="/api/competition", tags=["competition"])
 
@@ -17,5 +18,6 @@ async def competition(cache: BoardCacheDep, settings: SettingsDep, scorer: Score
     return {
         **config.public_dict(utcnow()),
         "max_upload_bytes": settings.max_upload_bytes,
+        "max_description_chars": MAX_DESCRIPTION,
         "scorer_version": scorer.version,
     }

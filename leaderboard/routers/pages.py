@@ -1,7 +1,10 @@
 """Server-rendered pages: leaderboard, upload form, the team's submissions, rules, API reference.
 
-Plain HTML forms. A token typed into a form is kept in an HttpOnly, SameSite=Strict cookie so the
-team's pages work without typing it again; every page shows which team the browser is signed in as.
+Plain HTML forms. A token typed into a form signs the browser in: a session cookie (HttpOnly,
+SameSite=Strict, ``__Host-`` over HTTPS; never the token itself, see ``leaderboard.sessions``) so
+the team's pages work without typing it again; every page shows which team the browser is signed
+in as, and an upload or selection from a session made in another browser is refused until the
+person confirms the team.
 Every form that changes something carries a CSRF token and is accepted only from this site's own
 pages (``leaderboard.csrf``), and a token typed while signed in as another team never switches the
 browser silently: the page names both teams and asks. The JSON API never reads these cookies (only
@@ -10,6 +13,7 @@ the Authorization header).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -17,10 +21,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
-from leaderboard import csrf
+from leaderboard import csrf, sessions
 from leaderboard.board_cache import BoardCache
 from leaderboard.boards import final_ids as final_ids_of
 from leaderboard.deps import (
@@ -31,16 +35,18 @@ from leaderboard.deps import (
     board_snapshot,
     file_response,
     submit_file,
+    throttled,
 )
 from leaderboard.errors import Conflict, Forbidden, LeaderboardError, Unauthorised
 from leaderboard.models import utcnow
-from leaderboard.service import Leaderboard
+from leaderboard.service import MAX_DESCRIPTION, Leaderboard
 from leaderboard.views import TeamInfo, iso
 
-TOKEN_COOKIE = "tpugraphs_token"
+TOKEN_COOKIE = sessions.SESSION_COOKIE  # the session cookie's name over plain HTTP
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 PAGE_SIZE = 20  # submissions per page of /mine
 
+FAVICON = Path(__file__).resolve().parents[1] / "static" / "favicon.svg"
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parents[1] / "templates"))
 templates.env.filters["iso"] = iso
 
@@ -51,7 +57,19 @@ def _time_tag(moment: datetime | str | None) -> Markup:
     return Markup("-") if text is None else Markup('<time datetime="{0}">{0}</time>').format(text)
 
 
+def _code_spans(text: str | None) -> Markup:
+    """Text with `backticked` parts set as code (the API description is written that way); escaped."""
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text or ""))))
+
+
+def _path_breaks(path: str) -> Markup:
+    """An API path that may wrap after each slash and nowhere else."""
+    return Markup("/<wbr>".join(str(escape(part)) for part in path.split("/")))
+
+
 templates.env.filters["time"] = _time_tag
+templates.env.filters["code_spans"] = _code_spans
+templates.env.filters["path_breaks"] = _path_breaks
 templates.env.filters["score"] = lambda value, decimals=4: "-" if value is None else f"{value:.{decimals}f}"
 templates.env.filters["interval"] = (
     lambda ci, decimals=4: "-" if ci is None or ci.get("low") is None
@@ -60,33 +78,43 @@ templates.env.filters["interval"] = (
 router = APIRouter(include_in_schema=False)
 
 
-async def _team_from(leaderboard: Leaderboard, token: str | None) -> TeamInfo | None:
+async def _team_from(request: Request, leaderboard: Leaderboard, token: str | None) -> TeamInfo | None:
+    """The team of a typed token, or None; checked under the client's throttle (429 when guessing)."""
     if not token:
         return None
     try:
-        return await run_in_threadpool(leaderboard.authenticate, token)
+        return await throttled(request, leaderboard.authenticate, token)
     except Unauthorised:
         return None
 
 
-async def cookie_team(request: Request, leaderboard: LeaderboardDep) -> TeamInfo | None:
-    """The team of the token cookie, or None (no cookie, or a token that no longer works)."""
-    return await _team_from(leaderboard, request.cookies.get(TOKEN_COOKIE))
+async def cookie_session(request: Request, leaderboard: LeaderboardDep,
+                         settings: SettingsDep) -> tuple[TeamInfo, str] | None:
+    """``(team, browser key digest)`` of the session cookie, or None (none, or one no longer valid)."""
+    value = request.cookies.get(sessions.cookie_name(request, settings.secure_cookies))
+    if not value:
+        return None
+    return await run_in_threadpool(leaderboard.session_team, value)
 
 
-CookieTeamDep = Annotated[TeamInfo | None, Depends(cookie_team)]
+CookieSessionDep = Annotated[tuple[TeamInfo, str] | None, Depends(cookie_session)]
 
 
 class Page:
     """Renders a template with what every page shows; its state comes through the API's dependencies."""
 
     def __init__(self, request: Request, settings: SettingsDep, cache: BoardCacheDep, scorer: ScorerDep,
-                 team: CookieTeamDep) -> None:
+                 session: CookieSessionDep) -> None:
         self.request = request
         self.settings = settings
         self.cache = cache
         self.scorer = scorer
-        self.team = team  # the team this browser is signed in as
+        self.team = session[0] if session else None  # the team this browser is signed in as
+        self.session_digest = session[1] if session else sessions.UNBOUND  # the browser it was made in
+
+    def same_browser(self, browser_key: str) -> bool:
+        """Whether the session was made in the browser that sent ``browser_key`` (see leaderboard.sessions)."""
+        return sessions.same_browser(self.session_digest, browser_key)
 
     async def render(self, name: str, context: dict, status_code: int = 200) -> HTMLResponse:
         config = await run_in_threadpool(self.cache.config)
@@ -99,6 +127,7 @@ class Page:
             "decimals": self.settings.display_decimals,
             "scorer_version": self.scorer.version,
             "signed_in": self.team,
+            "max_description": MAX_DESCRIPTION,
             "csrf_token": token or csrf.new_token(),
         }
         response = templates.TemplateResponse(self.request, name, {**base, **context}, status_code=status_code)
@@ -121,9 +150,30 @@ async def checked_form(request: Request, settings: SettingsDep,
 CHECKED = [Depends(checked_form)]
 
 
-def _remember(response: Response, request: Request, token: str) -> None:
-    response.set_cookie(TOKEN_COOKIE, token, max_age=COOKIE_MAX_AGE_S, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https", path="/")
+BrowserKey = Annotated[str, Form(alias=sessions.BROWSER_KEY_FIELD, max_length=200)]
+
+
+def _remember(response: Response, page: Page, session_value: str) -> None:
+    """Keep the session in this browser: host-only, path /, and ``__Host-`` plus Secure over HTTPS."""
+    secure = sessions.secure(page.request, page.settings.secure_cookies)
+    response.set_cookie(sessions.cookie_name(page.request, page.settings.secure_cookies), session_value,
+                        max_age=COOKIE_MAX_AGE_S, httponly=True, samesite="strict", secure=secure, path="/")
+    response.delete_cookie(sessions.LEGACY_TOKEN_COOKIE, path="/")
+
+
+def _other_browser(team: TeamInfo) -> str:
+    return (f"This browser is signed in as team {team.name!r}, but not by a sign-in on this browser's pages of "
+            "this site: another site may have planted that sign-in. Nothing was uploaded or changed. If "
+            f"{team.name!r} is your team, confirm it below and try again; otherwise sign out and sign in with "
+            "your own token.")
+
+
+async def _sign_in(request: Request, leaderboard: Leaderboard, token: str,
+                   browser_key: str) -> tuple[TeamInfo, str] | None:
+    try:
+        return await throttled(request, leaderboard.sign_in, token, browser_key)
+    except Unauthorised:
+        return None
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -142,11 +192,19 @@ async def board_page(page: PageDep, board: Literal["public", "private"] = Query(
 
 @router.get("/teams/{team_id}", response_class=HTMLResponse)
 async def team_page(page: PageDep, leaderboard: LeaderboardDep, team_id: int) -> HTMLResponse:
-    """A team as anyone may see it: ranks, best scores, its scored submissions (no files, no notes)."""
+    """A team as anyone may see it, as on Kaggle: before the close its ranks, best public score and
+    entries; after it also its scored submissions, with private scores only of its final ones
+    (selected or, with none selected, the best public ones) unless the host chose full disclosure."""
     config = await run_in_threadpool(page.cache.config)
     private_visible = config.private_visible(utcnow())
     team = await run_in_threadpool(leaderboard.public_team, team_id)
-    history = await run_in_threadpool(leaderboard.scored_history, team.id, private_visible=private_visible)
+    history = None
+    if private_visible:
+        final = None
+        if not page.settings.full_disclosure:
+            final = set((await run_in_threadpool(final_ids_of, leaderboard.db, team.id, config.max_selected))[0])
+        history = await run_in_threadpool(
+            lambda: leaderboard.scored_history(team.id, private_visible=True, private_of=final))
 
     def entry(board: str):
         return next((e for e in snapshots[board].entries if e.team_id == team.id), None)
@@ -157,7 +215,14 @@ async def team_page(page: PageDep, leaderboard: LeaderboardDep, team_id: int) ->
     return await page.render("team.html", {
         "team": team, "history": history, "public_entry": entry("public"),
         "private_entry": entry("private") if private_visible else None,
+        "full_disclosure": page.settings.full_disclosure,
     })
+
+
+@router.get("/favicon.ico")
+async def favicon() -> Response:
+    """The site's icon where a client asks for it by the old name (pages link /static/favicon.svg)."""
+    return Response(FAVICON.read_bytes(), media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
 @router.get("/rules", response_class=HTMLResponse)
@@ -194,10 +259,11 @@ async def submit_upload(
     leaderboard: LeaderboardDep,
     file: Annotated[UploadFile, File()],
     token: Annotated[str, Form()] = "",
-    description: Annotated[str, Form(max_length=2000)] = "",
+    description: Annotated[str, Form()] = "",
+    browser_key: BrowserKey = "",
 ) -> HTMLResponse:
     token = token.strip()
-    typed = await _team_from(leaderboard, token) if token else None
+    typed = await _team_from(page.request, leaderboard, token) if token else None
     if (typed is None and token) or (not token and page.team is None):
         return await page.render("submit.html", {
             "team": page.team, "result": None,
@@ -209,6 +275,9 @@ async def submit_upload(
                        "the other token on My submissions.")
         return await page.render("submit.html", {"team": page.team, "result": None, "error": exc.message},
                                  status_code=exc.status_code)
+    if typed is None and not page.same_browser(browser_key):
+        return await page.render("submit.html", {"team": page.team, "result": None, "error": _other_browser(page.team),
+                                                 "confirm_team": page.team}, status_code=409)
     team = typed or page.team
     try:
         result = await submit_file(leaderboard, page.scorer, page.cache, page.settings, team, file,
@@ -220,7 +289,9 @@ async def submit_upload(
     else:
         response = await page.render("submit.html", {"team": team, "result": result, "error": None})
     if page.team is None:
-        _remember(response, page.request, token)
+        signed_in = await _sign_in(page.request, leaderboard, token, browser_key)
+        if signed_in is not None:
+            _remember(response, page, signed_in[1])
     return response
 
 
@@ -260,36 +331,55 @@ async def mine_file(page: PageDep, leaderboard: LeaderboardDep, submission_id: i
 
 
 @router.post("/mine", response_class=HTMLResponse, dependencies=CHECKED)
-async def mine_login(page: PageDep, leaderboard: LeaderboardDep, token: Annotated[str, Form()] = "") -> Response:
-    team = await _team_from(leaderboard, token.strip())
-    if team is None:
+async def mine_login(page: PageDep, leaderboard: LeaderboardDep, token: Annotated[str, Form()] = "",
+                     browser_key: BrowserKey = "") -> Response:
+    signed_in = await _sign_in(page.request, leaderboard, token.strip(), browser_key)
+    if signed_in is None:
         return await page.render("mine.html", {"team": None, "message": "That team token is not valid."},
                                  status_code=401)
+    team, session_value = signed_in
     if page.team is not None and page.team.id != team.id:  # never switch teams without asking
         return await page.render("switch.html", {"new_team": team, "token": token.strip()})
     response = RedirectResponse("/mine", status_code=303)
-    _remember(response, page.request, token.strip())
+    _remember(response, page, session_value)
     return response
 
 
 @router.post("/mine/switch", response_class=HTMLResponse, dependencies=CHECKED)
-async def mine_switch(page: PageDep, leaderboard: LeaderboardDep, token: Annotated[str, Form()] = "") -> Response:
+async def mine_switch(page: PageDep, leaderboard: LeaderboardDep, token: Annotated[str, Form()] = "",
+                      browser_key: BrowserKey = "") -> Response:
     """The confirmed switch to another team's token."""
-    if await _team_from(leaderboard, token.strip()) is None:
+    signed_in = await _sign_in(page.request, leaderboard, token.strip(), browser_key)
+    if signed_in is None:
         return await page.render("mine.html", {"team": None, "message": "That team token is not valid."},
                                  status_code=401)
     response = RedirectResponse("/mine", status_code=303)
-    _remember(response, page.request, token.strip())
+    _remember(response, page, signed_in[1])
+    return response
+
+
+@router.post("/session/confirm", dependencies=CHECKED)
+async def confirm_session(page: PageDep, leaderboard: LeaderboardDep, browser_key: BrowserKey = "") -> Response:
+    """The person saw which team this browser is signed in as and keeps it: the session is bound to this browser."""
+    if page.team is None:
+        return await page.render("mine.html", {"team": None, "message": "Enter your team token first."},
+                                 status_code=401)
+    response = RedirectResponse("/submit", status_code=303)
+    _remember(response, page, await run_in_threadpool(leaderboard.session_for, page.team.id, browser_key))
     return response
 
 
 @router.post("/mine/{submission_id}/{action}", response_class=HTMLResponse, dependencies=CHECKED)
 async def mine_select(page: PageDep, submission_id: int, action: Literal["select", "unselect"],
-                      leaderboard: LeaderboardDep) -> Response:
+                      leaderboard: LeaderboardDep, browser_key: BrowserKey = "") -> Response:
     team = page.team
     if team is None:
         return await page.render("mine.html", {"team": None, "message": "Enter your team token first."},
                                  status_code=401)
+    if not page.same_browser(browser_key):
+        return await page.render("mine.html", {**await _mine_context(leaderboard, page.cache, team),
+                                               "message": _other_browser(team), "confirm_team": team},
+                                 status_code=409)
     try:
         await run_in_threadpool(leaderboard.set_selected, team, submission_id, action == "select")
     except LeaderboardError as exc:
@@ -302,5 +392,7 @@ async def mine_select(page: PageDep, submission_id: int, action: Literal["select
 @router.post("/logout", dependencies=CHECKED)
 async def logout() -> Response:
     response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(TOKEN_COOKIE, path="/")
+    for name in (sessions.SESSION_COOKIE, sessions.LEGACY_TOKEN_COOKIE):
+        response.delete_cookie(name, path="/")
+    response.delete_cookie(sessions.SECURE_SESSION_COOKIE, path="/", secure=True)
     return response

@@ -18,6 +18,7 @@ from leaderboard.deps import (
     submit_file,
 )
 from leaderboard.models import utcnow
+from leaderboard.service import MAX_DESCRIPTION
 
 router = APIRouter(prefix="/api/submissions", tags=["submissions"])
 
@@ -25,7 +26,7 @@ _ERRORS = {
     401: {"description": "missing or wrong team token"},
     403: {"description": "the competition is closed, or the team is disqualified"},
     413: {"description": "file larger than the server's limit, or the team's stored files would pass theirs"},
-    422: {"description": "invalid submission file; 'detail' says why (not counted)"},
+    422: {"description": "invalid submission file, or a description over the limit; 'detail' says why (not counted)"},
     429: {"description": "daily limit reached, or too many uncounted (invalid, failed) uploads today; "
                "'resets_at' and the Retry-After header say when it resets"},
     500: {"description": "scoring failed on the server (not counted)"},
@@ -42,8 +43,8 @@ async def create_submission(
     cache: BoardCacheDep,
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="the submission CSV (ID,TopConfigs)")],
-    description: Annotated[str | None, Form(description="a note on this submission, shown in the team's history",
-                                            max_length=2000)] = None,
+    description: Annotated[str | None, Form(description=f"a note on this submission, shown in the team's history "
+                                                        f"(at most {MAX_DESCRIPTION} characters)")] = None,
 ) -> dict:
     return await submit_file(leaderboard, scorer, cache, settings, team, file, description)
 

@@ -24,7 +24,7 @@ One model per collection; the graphs of a collection are the queries, their conf
   ``pairwise`` (``solutions.gbdt.pairwise``, a LightGBM custom objective): RankNet's logistic loss over
   every pair of a query's configs with differing runtimes, each pair weighed the same, as Kendall tau
   counts them (lambdarank weighs pairs by their NDCG change instead); labels are the exact
-  within-graph rank percentile, queries as above (``query_size=null``: a graph's drawn configs are one
+  within-graph rank percentile, queries as above (``query_size=none``: a graph's drawn configs are one
   query, all their pairs scored; more than ``pairwise_max_pairs`` pairs are sampled each round).
   Model selection is unchanged (the official metric through ``feval``). BENCHMARKS.md has its effect.
 - **Model selection** on the valid split with the official metric (``competition.metrics``: tile
@@ -45,8 +45,8 @@ One model per collection; the graphs of a collection are the queries, their conf
   ``engineered.WINNER_FEATURE_NAMES``); BENCHMARKS.md has their effect on the small competition.
 - **Deterministic**: ``deterministic=True``, ``num_threads`` fixed (2), every seed derived from
   ``options.seed``: the same data and seed give the same model and predictions.
-- ``options.time_budget_s`` ends training early (keeping the best round so far); ``options.prune``
-  does not apply (features read the whole graph once; nothing scales with its size per round).
+- ``options.time_budget_s`` ends training early (keeping the best round so far). It prunes nothing
+  (features read the whole graph once; nothing scales with its size per round).
 - ``options.cache_dir``: layout train and valid graphs are read through the processed cache
   (``SplitSource.graphs``), and so are the graphs ``predict`` gets from the runner: deduplication
   keys and features read the memory-mapped int8 configs a chunk at a time, so a 100k-config graph
@@ -81,8 +81,9 @@ from competition.data.graphs import Graph, TileGraph
 from competition.tasks import TILE_TOP_K
 from solutions.compression import deduplicate_configs
 from solutions.gbdt.engineered import FeatureSettings, config_features, feature_names
-from solutions.method import FitOptions, SplitSource
+from solutions.method import FitOptions, SavedModelError, SplitSource
 from solutions.selection import CROSS_VALIDATION, cv_fold_of, informative_graphs, plan_selection
+from solutions.settings import SettingError, check_names, check_settings, setting
 
 logger = logging.getLogger(__name__)
 
@@ -97,43 +98,45 @@ EXACT_ORDER_LABELS = ("regression", "pairwise")
 
 @dataclass(frozen=True)
 class GBDTSettings:
-    """Training settings; ``for_task`` gives the defaults used by ``tpugraphs solve --method gbdt``."""
+    """Training settings, each with its type, range, default and meaning (``solutions.settings``);
+    ``for_task`` gives the defaults used by ``tpugraphs solve --method gbdt``."""
 
-    # "lambdarank", "rank_xendcg", "regression" (pointwise, on the within-graph rank) or "pairwise"
-    # (logistic loss over all pairs of a query, each pair of differing runtimes weighed the same: gbdt/pairwise.py)
-    objective: str = "lambdarank"
-    label_levels: int = 30  # relevance buckets of the runtime rank (<= 31 with exponential gains)
-    linear_gain: bool = True  # label_gain = 0, 1, 2, ... (every pair counts) instead of 2**label - 1
-    ndcg_at: int | None = None  # lambdarank truncation: top-k the lambdas focus on (None = whole group)
-    max_configs_per_graph: int = 1000  # configs drawn per training graph (after deduplication)
-    query_size: int | None = 64  # a graph's drawn configs are cut into random queries of this size
-    max_valid_configs_per_graph: int = 4000  # configs scored per valid graph for early stopping
-    num_boost_round: int = 300  # boosting rounds at most
-    min_boost_round: int = 100  # the best round is chosen among rounds >= this (valid sets are small)
-    early_stopping_rounds: int = 50  # stop when the best round is this far behind (counted after the minimum)
-    learning_rate: float = 0.1  # shrinkage of each tree
-    num_leaves: int = 31  # leaves per tree
-    min_data_in_leaf: int = 20  # rows a leaf needs at least
-    feature_fraction: float = 0.8  # share of the features each tree may use
-    bagging_fraction: float = 0.8  # share of the rows each tree is fitted on
-    lambda_l2: float = 1.0  # L2 regularisation of leaf values
-    max_bin: int = 63  # histogram bins per feature
-    pairwise_max_pairs: int = 1_000_000  # objective=pairwise: a query with more pairs uses this many drawn at random
-    num_threads: int = 2  # LightGBM threads (fixed, so a seed gives the same model on any machine)
-    center_per_graph: bool = True  # also give each config feature minus its graph's mean
-    collapse_tied_nodes: bool = False  # layout: one representative per tied node group (engineered.tied_groups)
-    winner_features: bool = False  # layout: the 11th place's features (engineered.WINNER_FEATURE_NAMES)
+    objective: str = setting(
+        "lambdarank", "lambdarank, rank_xendcg, regression (pointwise, on the within-graph rank) or pairwise "
+        "(logistic loss over all pairs of a query, each pair of differing runtimes weighed the same: gbdt/pairwise.py)",
+        choices=OBJECTIVES)
+    label_levels: int = setting(30, "relevance buckets of the runtime rank (<= 31 with exponential gains)",
+                                low=2, high=10_000)
+    linear_gain: bool = setting(True, "label_gain = 0, 1, 2, ... (every pair counts) instead of 2**label - 1")
+    ndcg_at: int | None = setting(None, "lambdarank truncation: top-k the lambdas focus on (none = whole group)", low=1)
+    max_configs_per_graph: int = setting(1000, "configs drawn per training graph (after deduplication)", low=1)
+    query_size: int | None = setting(64, "a graph's drawn configs are cut into random queries of this size "
+                                     "(none: one query per graph)", low=1, high=MAX_QUERY_SIZE)
+    max_valid_configs_per_graph: int = setting(4000, "configs scored per valid graph for early stopping", low=1)
+    num_boost_round: int = setting(300, "boosting rounds at most", low=1)
+    min_boost_round: int = setting(100, "the best round is chosen among rounds >= this (valid sets are small)", low=0)
+    early_stopping_rounds: int = setting(50, "stop when the best round is this far behind (counted after the "
+                                         "minimum)", low=1)
+    learning_rate: float = setting(0.1, "shrinkage of each tree", low=0, low_open=True)
+    num_leaves: int = setting(31, "leaves per tree", low=2, high=131_072)
+    min_data_in_leaf: int = setting(20, "rows a leaf needs at least", low=0)
+    feature_fraction: float = setting(0.8, "share of the features each tree may use", low=0, high=1, low_open=True)
+    bagging_fraction: float = setting(0.8, "share of the rows each tree is fitted on", low=0, high=1, low_open=True)
+    lambda_l2: float = setting(1.0, "L2 regularisation of leaf values", low=0)
+    max_bin: int = setting(63, "histogram bins per feature", low=2)
+    pairwise_max_pairs: int = setting(1_000_000, "objective=pairwise: a query with more pairs uses this many drawn "
+                                      "at random", low=1)
+    num_threads: int = setting(2, "LightGBM threads (fixed, so a seed gives the same model on any machine)", low=1)
+    center_per_graph: bool = setting(True, "also give each config feature minus its graph's mean")
+    collapse_tied_nodes: bool = setting(False, "layout: one representative per tied node group "
+                                        "(engineered.tied_groups)")
+    winner_features: bool = setting(False, "layout: the 11th place's features (engineered.WINNER_FEATURE_NAMES)")
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}; got {self.objective!r}")
-        if not 2 <= self.label_levels <= (10_000 if self.linear_gain else 31):
-            raise ValueError(f"label_levels must be in 2..{10_000 if self.linear_gain else 31} "
-                             f"(31 is LightGBM's limit with exponential gains); got {self.label_levels}")
-        for name in ("max_configs_per_graph", "max_valid_configs_per_graph", "num_boost_round", "num_threads",
-                     "pairwise_max_pairs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1; got {getattr(self, name)}")
+        check_settings(self)
+        if not self.linear_gain and self.label_levels > 31:
+            raise SettingError(f"setting label_levels={self.label_levels} with linear_gain=false: LightGBM allows at "
+                               f"most 31 levels with exponential gains; lower label_levels or add linear_gain=true")
 
     @classmethod
     def for_task(cls, task: str) -> GBDTSettings:
@@ -243,6 +246,7 @@ class GBDTRanker:
     """LightGBM ranker on engineered features, one per collection (see the module docstring)."""
 
     name = "gbdt"
+    settings_class = GBDTSettings  # the schema of --param (solutions.settings)
     learned = True
 
     @classmethod
@@ -256,14 +260,19 @@ class GBDTRanker:
         note = f"tile:xla starts from other defaults: {', '.join(differ)}" if differ else ""
         return describe(GBDTSettings, layout), note
 
+    @classmethod
+    def settings_for(cls, collection_name: str, params: dict) -> GBDTSettings:
+        """The settings ``fit`` will use on a collection with these ``--param`` values (checked now)."""
+        from competition.collections import get_collection
+
+        check_names(GBDTSettings, params, cls.name)
+        return replace(GBDTSettings.for_task(get_collection(collection_name).task.name), **params)
+
     def __init__(self, settings: GBDTSettings | None = None, **overrides: Any) -> None:
         """``settings``: all training settings (default: ``GBDTSettings.for_task`` of the collection fitted);
         ``overrides``: single settings changed on top of those, e.g. ``GBDTRanker(num_boost_round=500)``
         (what ``tpugraphs solve --method gbdt --param num_boost_round=500`` passes)."""
-        known = {f.name for f in fields(GBDTSettings)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise TypeError(f"unknown gbdt setting(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
+        check_names(GBDTSettings, overrides, self.name)  # SettingError naming the closest setting
         if settings is not None or overrides:  # check the values now, not after loading the data
             replace(settings or GBDTSettings(), **overrides)
         self.base_settings = settings  # None: the defaults of the task fitted (GBDTSettings.for_task)
@@ -499,7 +508,10 @@ class GBDTRanker:
         features = FeatureSettings.from_json(meta["features"])
         if meta["feature_names"] != feature_names(features):
             raise ValueError(f"{path / SETTINGS_FILE}: the saved feature names differ from this code's; retrain")
-        ranker = cls(settings=replace(GBDTSettings(), **meta["settings"]))
+        try:
+            ranker = cls(settings=replace(GBDTSettings(), **meta["settings"]))
+        except (SettingError, TypeError) as exc:  # a hand-edited or foreign file
+            raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}; retrain the model") from None
         ranker.collection_name = meta["collection"]
         ranker.features = features
         ranker.booster = lgb.Booster(model_file=str(path / MODEL_FILE))

@@ -1,16 +1,18 @@
 """The GNN reference solution (``tpugraphs solve --method gnn``, the default).
 
 GraphSAGE message passing in both edge directions over the computation graph, opcode embeddings and
-log-scaled node features; layout configs join at the configurable nodes before message passing,
-tile configs join the pooled kernel embedding; a pairwise hinge ranking loss; the best epoch chosen
-on the validation split with the official metric. Layout graphs are pruned (the ``pruning`` setting,
+log-scaled node features; layout configs join at the configurable nodes after message passing
+(intermediate fusion, the default; ``fusion=early`` joins them before it) and attend to each other
+before the head; tile configs join the pooled kernel embedding; a ListMLE ranking loss (the pairwise
+hinge on tile:xla); the best epoch chosen on the validation split with the official metric. Layout graphs are pruned (the ``pruning`` setting,
 by default to the configurable nodes and their neighbours; saved with the model) and configs are
 deduplicated and stored base-7 packed.
 
 - ``data``: npz graphs -> tensors (pruning, scaling, config deduplication and packing);
 - ``model``: ``LayoutRanker`` and ``TileRanker`` (shapes in their docstrings);
-- ``train``: ``GNNConfig`` (every setting, with the defaults sized for ``make demo``), the losses,
-  the training loop and batched prediction;
+- ``settings``: ``GNNConfig``, every setting with its type, range, default and meaning (the defaults
+  sized for ``make demo``), and ``COLLECTION_DEFAULTS``;
+- ``train``: the losses, the training loop and batched prediction;
 - ``ranker``: ``GNNRanker``, the ``RankingMethod`` the runner uses;
 - ``gst``: Graph Segment Training of layout graphs (``--param training=gst``);
 - ``distributed``: data-parallel training over ``torch.distributed`` (``torchrun -m solutions``).
@@ -25,6 +27,6 @@ from competition.progress import import_tqdm_auto_quietly
 import_tqdm_auto_quietly()
 
 from solutions.gnn.ranker import GNNRanker  # noqa: E402
-from solutions.gnn.train import GNNConfig  # noqa: E402
+from solutions.gnn.settings import GNNConfig  # noqa: E402
 
 __all__ = ["GNNConfig", "GNNRanker"]

@@ -51,7 +51,6 @@ import torch
 from solutions.gnn.data import LayoutExample, LayoutInputs
 from solutions.gnn.model import LayoutRanker
 
-TRAINING_MODES = ("full", "gst")
 FLOAT16_MAX = float(np.finfo(np.float16).max)
 
 

@@ -1,11 +1,12 @@
-"""The GNN rankers: GraphSAGE in both edge directions, config features joined early (layout) or late (tile).
+"""The GNN rankers: GraphSAGE in both edge directions; layout configs join at the configurable nodes, tile configs late.
 
 Both models share a node encoder (opcode embedding + MLP over the log-scaled ``node_feat``) and a
 stack of ``BidirectionalSAGE`` layers; they differ in where the configuration enters.
 
 **Layout** (``LayoutRanker``): a config sets one 18-d layout row per configurable node, so it joins
-at those nodes before message passing (early fusion; layouts interact along edges: a producer and
-its consumer disagreeing on a layout costs a copy). The work splits in two:
+at those nodes. By default (``fusion="intermediate"``, below) it joins after message passing; with
+``fusion="early"`` it joins before it (layouts then interact along edges: a producer and its consumer
+disagreeing on a layout costs a copy). Early fusion's work splits in two:
 
 1. config-independent, once per graph: ``encode_nodes`` (n, h);
 2. config-dependent, once per config, all configs of a step batched: each configurable node's row
@@ -53,6 +54,7 @@ from competition.data.compact import LAYOUT_SLOTS
 from competition.data.graphs import MAX_OPCODE, NODE_FEAT_DIM, TILE_CONFIG_DIM
 from solutions.accel import segment
 from solutions.gnn.data import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW, LayoutInputs, TileBatch
+from solutions.gnn.settings import FUSIONS, GNNConfig
 from solutions.scaling import NODE_FEAT_COLUMNS
 
 
@@ -141,7 +143,6 @@ def mean_max_pool(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 ROW_FEATURES = 2 * LAYOUT_SLOTS + LAYOUT_SLOTS_PER_ROW  # output_slot_features + "differs from the common row"
-FUSIONS = ("early", "intermediate")
 
 
 class ConfigAttention(nn.Module):
@@ -175,7 +176,11 @@ def context_index(num_configs: int, size: int) -> torch.Tensor:
 
 
 class LayoutRanker(nn.Module):
-    """Scores the configs of one layout graph (early fusion of the config at the configurable nodes).
+    """Scores the configs of one layout graph: the config's rows join at the configurable nodes, before
+    message passing (early fusion) or after it (intermediate fusion; the module docstring).
+
+    ``LayoutRanker.from_settings(config)`` builds it from a ``GNNConfig``, which holds the one set of
+    defaults; the constructor has none.
 
     Arguments:
         hidden: width h of every node state.
@@ -195,9 +200,8 @@ class LayoutRanker(nn.Module):
     (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``) -> (B,) scores, lower = faster.
     """
 
-    def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, row_features: bool = True,
-                 fusion: str = "early", config_layers: int = 1, config_attention: bool = False,
-                 attention_context: int = 32, tied_links: bool = False) -> None:
+    def __init__(self, *, hidden: int, layers: int, dropout: float, row_features: bool, fusion: str,
+                 config_layers: int, config_attention: bool, attention_context: int, tied_links: bool) -> None:
         super().__init__()
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
@@ -216,6 +220,14 @@ class LayoutRanker(nn.Module):
         self.row = mlp([2 * hidden + (ROW_FEATURES if row_features else 0), hidden, hidden])
         self.layers = nn.ModuleList(BidirectionalSAGE(hidden, dropout) for _ in range(layers))
         self.head = mlp([2 * hidden, hidden, 1], dropout=dropout)
+
+    @classmethod
+    def from_settings(cls, config: GNNConfig) -> LayoutRanker:
+        """The layout model a ``GNNConfig`` describes (attention context: ``configs_per_graph``)."""
+        return cls(hidden=config.hidden, layers=config.layers, dropout=config.dropout,
+                   row_features=config.row_features, fusion=config.fusion, config_layers=config.config_layers,
+                   config_attention=config.config_attention, attention_context=config.configs_per_graph,
+                   tied_links=config.tied_links)
 
     def encode_nodes(self, inputs: LayoutInputs) -> torch.Tensor:
         """The config-independent part, computed once per graph: -> (n, h).
@@ -330,7 +342,7 @@ class TileRanker(nn.Module):
     ``encode_graphs`` gives the (G, 3h) kernel embeddings ([mean, max, output node]).
     """
 
-    def __init__(self, hidden: int = 64, layers: int = 3, dropout: float = 0.0, config_dim: int = TILE_CONFIG_DIM) -> None:
+    def __init__(self, *, hidden: int, layers: int, dropout: float, config_dim: int = TILE_CONFIG_DIM) -> None:
         super().__init__()
         self.hidden = hidden
         self.nodes = NodeEncoder(hidden)
@@ -338,6 +350,11 @@ class TileRanker(nn.Module):
         self.graph_proj = nn.Linear(3 * hidden, hidden)
         self.config = mlp([config_dim, hidden, hidden])
         self.head = mlp([3 * hidden, 2 * hidden, hidden, 1], dropout=dropout)
+
+    @classmethod
+    def from_settings(cls, config: GNNConfig, config_dim: int = TILE_CONFIG_DIM) -> TileRanker:
+        """The tile model a ``GNNConfig`` describes; ``config_dim``: columns of a config's features."""
+        return cls(hidden=config.hidden, layers=config.layers, dropout=config.dropout, config_dim=config_dim)
 
     def encode_graphs(self, node_feat: torch.Tensor, node_opcode: torch.Tensor, edge_index: torch.Tensor,
                       ptr: torch.Tensor) -> torch.Tensor:

@@ -19,10 +19,12 @@ from competition.progress import progress
 from solutions.gnn import distributed
 from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
 from solutions.gnn.model import LayoutRanker, TileRanker
-from solutions.gnn.train import GNNConfig, TrainResult, predict_layout, predict_tile, train
+from solutions.gnn.settings import GNNConfig
+from solutions.gnn.train import TrainResult, predict_layout, predict_tile, train
 from solutions.method import FitOptions, SavedModelError, SplitSource
 from solutions.pruning import NO_PRUNING, GraphTransform, PruningNameError, parse_pruning
 from solutions.selection import CROSS_VALIDATION, SelectionPlan, cv_fold_of, min_configs, plan_selection
+from solutions.settings import SettingError, check_names
 
 MODEL_FILE = "gnn.pt"
 META_FILE = "gnn.json"
@@ -90,7 +92,7 @@ class GNNRanker:
             reaches them.
 
     ``fit`` prunes layout graphs with the ``pruning`` setting (``config.pruning``, default ``onehop``;
-    ``options.prune=False``, i.e. ``--no-prune``, means ``none``) and uses ``options.compress`` (config
+    ``--no-prune`` is ``pruning=none``), the one holder of the pruning, and uses ``options.compress`` (config
     deduplication, packed config storage, distinct (node, row) pairs computed once),
     ``options.device``, ``options.seed``, ``options.progress`` and ``options.time_budget_s``;
     ``predict`` preprocesses each graph the same way the training graphs were. ``save`` records the
@@ -114,11 +116,12 @@ class GNNRanker:
     """
 
     name = "gnn"
+    settings_class = GNNConfig  # the schema of --param (solutions.settings)
 
     @classmethod
     def param_table(cls) -> tuple[list, str]:
         """The settings ``--param`` accepts, for ``tpugraphs solve --list-params``."""
-        from solutions.gnn.train import COLLECTION_DEFAULTS
+        from solutions.gnn.settings import COLLECTION_DEFAULTS
         from solutions.params import describe
 
         differ = [f"{name}: " + ", ".join(f"{k}={v!r}" for k, v in values.items())
@@ -128,29 +131,29 @@ class GNNRanker:
         return describe(GNNConfig), note
 
     def __init__(self, config: GNNConfig | None = None, **params: object) -> None:
-        unknown = sorted(set(params) - set(GNNConfig.field_names()))
-        if unknown:
-            raise TypeError(f"unknown gnn setting(s) {', '.join(unknown)}; known: {', '.join(GNNConfig.field_names())}")
-        if params.get("training") == "gst" and "fusion" not in params:
-            # GST segments early fusion's per-config message passing; intermediate fusion has none to segment
-            params = {**params, "fusion": "early"}
-        self.config = replace(config or GNNConfig(), **params)
+        check_names(GNNConfig, params, self.name)  # SettingError naming the closest setting
+        self.config = replace(config or GNNConfig(), **params)  # each value checked by the schema (SettingError)
         # Without a whole config, fit starts from the collection's defaults (COLLECTION_DEFAULTS) with
         # these settings on top; a config given whole is used as it is.
         self.overrides: dict | None = dict(params) if config is None else None
         self.model: LayoutRanker | TileRanker | None = None
         self.collection: Collection | None = None
-        self.pruning = self.config.pruning  # the pruning in effect: config.pruning, or "none" after --no-prune
         self.compress = True
         self.device = torch.device("cpu")
         self.result: TrainResult | None = None
         self.pruning_summary: dict | None = None
         self.selection: dict | None = None  # how the epoch was chosen (SelectionPlan.to_json, + cv figures)
 
+    @classmethod
+    def settings_for(cls, collection_name: str, params: dict) -> GNNConfig:
+        """The settings ``fit`` will use on a collection with these ``--param`` values (checked now)."""
+        check_names(GNNConfig, params, cls.name)
+        return GNNConfig.for_collection(collection_name, **params)
+
     @property
     def transform(self) -> GraphTransform | None:
-        """The pruning transform of layout graphs (None: no pruning)."""
-        return parse_pruning(self.pruning)
+        """The pruning transform of layout graphs (None: no pruning), read from ``config.pruning``."""
+        return parse_pruning(self.config.pruning)
 
     @property
     def training_mode(self) -> str:
@@ -158,18 +161,12 @@ class GNNRanker:
         tile = self.collection is not None and not self.collection.task.config_per_node
         return "full" if tile else self.config.training
 
-    @property
-    def prune(self) -> bool:
-        """Whether layout graphs are pruned."""
-        return self.pruning != NO_PRUNING
-
     # -- RankingMethod -------------------------------------------------------------------------
 
     def fit(self, collection: Collection, train_split: SplitSource, valid: SplitSource, options: FitOptions) -> None:
         if self.overrides is not None:
             self.config = GNNConfig.for_collection(collection.name, **self.overrides)
         self.collection, self.compress = collection, options.compress
-        self.pruning = self.config.pruning if options.prune else NO_PRUNING
         self.device = resolve_device(options.device)
         world = distributed.current()
         with _torch_threads(self.config.num_threads), seeded(options.seed):
@@ -230,7 +227,8 @@ class GNNRanker:
         if self.collection is not None and collection.task != self.collection.task:
             raise ValueError(f"this model was trained on {self.collection.name}; it cannot rank {collection.name} graphs")
         with _torch_threads(self.config.num_threads):
-            example = make_example("", graph, prune=self.prune, compress=self.compress, transform=self.transform,
+            transform = self.transform
+            example = make_example("", graph, prune=transform is not None, compress=self.compress, transform=transform,
                                    tile_geometry=self.config.tile_geometry, find_tied=self.config.tied_links)
             if isinstance(example, TileExample):
                 scores = predict_tile(self.model, example, device=self.device)
@@ -244,6 +242,8 @@ class GNNRanker:
 
         ``config.pruning`` in ``gnn.json`` is the pruning the model was trained with (``none`` after
         ``--no-prune``); ``pruning`` is that transform's full name, for readers (None for tile models).
+        ``config`` holds every setting as the schema checked it (``solutions.gnn.settings``); ``load``
+        checks it again, so a hand-edited file is refused naming the setting.
         """
         if self.model is None or self.collection is None:
             raise RuntimeError("GNNRanker.save called before fit")
@@ -254,10 +254,11 @@ class GNNRanker:
             "format_version": FORMAT_VERSION,
             "method": self.name,
             "collection": self.collection.name,
-            "prune": self.prune,
-            "pruning": self.transform.name if self.prune and self.collection.task.config_per_node else None,
+            "prune": self.transform is not None,
+            "pruning": self.transform.name if self.transform is not None and self.collection.task.config_per_node
+            else None,
             "compress": self.compress,
-            "config": replace(self.config, pruning=self.pruning).to_dict(),
+            "config": self.config.to_dict(),
             "training": None if self.result is None else {
                 "best_epoch": self.result.best_epoch, "best_valid": self.result.best_score,
                 "steps": self.result.steps, "seconds": round(self.result.seconds, 3),
@@ -288,7 +289,10 @@ class GNNRanker:
         config["pruning"] = _saved_pruning(meta, meta_path)
         if meta["format_version"] < 4:  # whatever today's defaults, these models had no fusion choice
             config.update(BEFORE_VERSION_4)
-        ranker = cls(GNNConfig(**config))
+        try:
+            ranker = cls(GNNConfig(**config))
+        except (SettingError, TypeError) as exc:  # a hand-edited or foreign file
+            raise SavedModelError(f"{meta_path}: {exc}; retrain the model") from None
         ranker.collection = get_collection(meta["collection"])
         ranker.compress = bool(meta["compress"])
         ranker.pruning_summary = meta.get("pruning_summary")
@@ -299,7 +303,7 @@ class GNNRanker:
 
     def summary(self) -> dict:
         """Facts for the runner's report: training outcome and pruning totals."""
-        out: dict = {"prune": self.prune, "pruning_name": self.pruning, "compress": self.compress,
+        out: dict = {"prune": self.transform is not None, "pruning_name": self.config.pruning, "compress": self.compress,
                      "pruning": self.pruning_summary, "training": self.training_mode}
         if self.result is not None:
             out.update(best_epoch=self.result.best_epoch, selection_score=self.result.best_score,
@@ -322,12 +326,8 @@ class GNNRanker:
     def _build(self, collection: Collection) -> LayoutRanker | TileRanker:
         if not collection.task.config_per_node:
             config_dim = TILE_CONFIG_DIM + (TILE_GEOMETRY_COLUMNS if self.config.tile_geometry else 0)
-            return TileRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
-                              config_dim=config_dim)
-        return LayoutRanker(hidden=self.config.hidden, layers=self.config.layers, dropout=self.config.dropout,
-                            row_features=self.config.row_features, fusion=self.config.fusion,
-                            config_layers=self.config.config_layers, config_attention=self.config.config_attention,
-                            attention_context=self.config.configs_per_graph, tied_links=self.config.tied_links)
+            return TileRanker.from_settings(self.config, config_dim)
+        return LayoutRanker.from_settings(self.config)
 
     def _load(self, source: SplitSource, options: FitOptions, split: str,
               world: distributed.World | None = None) -> list[LayoutExample | TileExample]:

@@ -1,4 +1,4 @@
-"""Training the GNN rankers: settings, ranking losses, the loops, and batched prediction.
+"""Training the GNN rankers: ranking losses, the loops, and batched prediction (settings: ``settings.py``).
 
 **Loss.** Two ranking losses. A pairwise hinge (``pairwise_hinge_loss``): for every pair of configs
 of the same graph whose runtimes differ, ``max(0, margin + s_faster - s_slower)``, averaged over the
@@ -39,7 +39,7 @@ import copy
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -47,113 +47,12 @@ import torch
 
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.progress import progress as progress_bar
-from solutions.gnn import data as gnn_data
 from solutions.gnn import distributed
 from solutions.gnn.data import LayoutExample, TileExample, tile_batch
-from solutions.gnn.gst import TRAINING_MODES, SegmentTraining, gst_layout_scores
-from solutions.gnn.model import FUSIONS, LayoutRanker, TileRanker, context_index
-from solutions.pruning import parse_pruning, pruning_setting
+from solutions.gnn.gst import SegmentTraining, gst_layout_scores
+from solutions.gnn.model import LayoutRanker, TileRanker, context_index
+from solutions.gnn.settings import GNNConfig
 from solutions.selection import selection_examples
-
-LOSSES = ("hinge", "listmle")
-
-
-@dataclass
-class GNNConfig:
-    """Settings of the GNN method. Defaults fit the ``make demo`` budget (2 CPU cores, ~4 min for all
-    five collections of the small embedded competition); raise ``*_epochs`` and ``hidden`` for real data.
-
-    ``num_threads`` is 1 by default: the tensors of a pruned graph are small, and torch's thread
-    pool then costs more than it gives; on a shared 2-core machine two threads made a training epoch
-    ~10x slower than one. One thread also makes a CPU fit reproducible whatever the machine's core
-    count. Use ``None`` (torch's default) or more threads for unpruned or real-size graphs.
-
-    ``pruning`` names the transform applied to layout graphs (``solutions.pruning``: ``none``,
-    ``onehop``, ``khop:3``, ``merged:onehop``, ``khop:4+merged``, ...; ``--param pruning=NAME``). It
-    starts as ``solutions.gnn.data.DEFAULT_PRUNING``, is kept in the canonical spelling, and is saved
-    with the model, which predicts with it whatever the default is later.
-
-    ``training`` is ``full`` (every node of the sampled configs back-propagated; the default) or
-    ``gst`` (Graph Segment Training of layout graphs, ``solutions.gnn.gst``: ``segments_per_step``
-    segments of at most ``segment_size`` nodes back-propagated per step, the others read from the
-    historical embedding table, each left out with probability ``stale_dropout``). Tile training
-    is always full-graph (kernels are small). Saved with the model.
-    """
-
-    hidden: int = 32  # width of every node state
-    layers: int = 3  # message-passing layers
-    dropout: float = 0.0  # dropout between message-passing layers
-    row_features: bool = True  # layout: looked-up slot sizes and 'differs from the usual row' (model.py)
-    fusion: str = "intermediate"  # layout: "early" (configs join before message passing) or "intermediate" (model.py)
-    config_layers: int = 1  # layout, intermediate fusion: layers mixing linked configurable nodes' rows
-    config_attention: bool = True  # layout: configs of a graph attend to each other before the head
-    tied_links: bool = False  # layout, intermediate fusion: also mix tied nodes' rows with their group's first node
-    tile_geometry: bool = True  # tile: also read the engineered tiling facts of each config (data.py)
-    lr: float = 5e-3  # AdamW, cosine decay to lr / 10 over the planned steps
-    weight_decay: float = 1e-4  # AdamW weight decay
-    loss: str = "listmle"  # "listmle" or "hinge" (see the module docstring; tile:xla starts from hinge)
-    margin: float = 0.1  # hinge margin, in score units
-    layout_epochs: int = 45  # passes over the training graphs
-    tile_epochs: int = 20  # passes over the training kernels (tile:xla)
-    configs_per_graph: int = 32  # layout: configs sampled per step (one graph per step)
-    tile_graphs_per_step: int = 16  # tile: kernels per step
-    tile_configs_per_graph: int = 32  # tile: configs sampled per kernel per step
-    eval_every: int = 2  # epochs between validation scores
-    patience: int | None = None  # stop after this many evaluations without improvement (None: never)
-    valid_configs: int = 256  # layout: configs per validation graph scored during training
-    predict_batch_nodes: int = 1 << 16  # node rows (configs x nodes) per prediction pass: bounds memory
-    num_threads: int | None = 1  # torch CPU threads during fit/predict (None: torch's default)
-    # layout graph pruning, by name; the default is read when a config is made (one default, in data.py)
-    pruning: str = field(default_factory=lambda: gnn_data.DEFAULT_PRUNING)
-    training: str = "full"  # "full" or "gst" (Graph Segment Training of layout graphs)
-    segment_size: int = 1000  # gst: most nodes in one segment (the GST paper's TpuGraphs setting)
-    segments_per_step: int = 1  # gst: segments back-propagated per step
-    stale_dropout: float = 0.5  # gst: chance that a historical segment embedding is left out of a step
-
-    def __post_init__(self) -> None:
-        self.pruning = pruning_setting(parse_pruning(self.pruning))  # PruningNameError lists the valid names
-        if self.loss not in LOSSES:
-            raise ValueError(f"unknown loss {self.loss!r}; expected one of {', '.join(LOSSES)}")
-        if self.fusion not in FUSIONS:
-            raise ValueError(f"unknown fusion {self.fusion!r}; expected one of {', '.join(FUSIONS)}")
-        if self.training == "gst" and self.fusion != "early":
-            raise ValueError("training=gst segments the per-config message passing of early fusion; intermediate "
-                             "fusion passes messages once per graph, with nothing to segment: use fusion=early with it")
-        if int(self.config_layers) < 0:
-            raise ValueError(f"config_layers must be >= 0, got {self.config_layers!r}")
-        if self.training not in TRAINING_MODES:
-            raise ValueError(f"unknown training {self.training!r}; expected one of {', '.join(TRAINING_MODES)}")
-        if not 0.0 <= float(self.stale_dropout) < 1.0:
-            raise ValueError(f"stale_dropout must be in [0, 1), got {self.stale_dropout!r}")
-        for name in ("hidden", "layout_epochs", "tile_epochs", "configs_per_graph", "tile_graphs_per_step",
-                     "tile_configs_per_graph", "eval_every", "valid_configs", "predict_batch_nodes",
-                     "segment_size", "segments_per_step"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.configs_per_graph < 2 or self.tile_configs_per_graph < 2:
-            raise ValueError("a ranking loss needs at least 2 configs per graph per step")
-
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def for_collection(cls, name: str, **overrides: object) -> GNNConfig:
-        """The settings a collection starts from (``COLLECTION_DEFAULTS`` on top of the class defaults),
-        with ``overrides`` (what ``--param`` gave) on top of those."""
-        return cls(**{**COLLECTION_DEFAULTS.get(name, {}), **overrides})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-# Where a collection's best settings differ from the class defaults: measured on the small embedded
-# competition (BENCHMARKS.md, "gnn: intermediate fusion, cross-config attention, loss"). ``GNNRanker``
-# starts each collection from ``GNNConfig.for_collection``; a ``--param`` always wins.
-COLLECTION_DEFAULTS: dict[str, dict[str, object]] = {
-    "tile:xla": {"loss": "hinge"},  # ListMLE lost 0.014 of tile score (0.982 vs 0.996)
-}
-
 
 # --------------------------------------------------------------------------------------------------
 # Losses

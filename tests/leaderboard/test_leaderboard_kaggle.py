@@ -200,7 +200,8 @@ def test_own_team_is_highlighted_and_team_page(browser, cup):
     assert page.inner_text("#public-rank") == str(board["Alpha"].rank)
     assert page.inner_text("#best-public") == f"{board['Alpha'].score:.4f}"
     assert page.inner_text("#entries") == "23"
-    assert page.locator("#team-history tbody tr").count() == 23
+    # Before the close, as on Kaggle: best public score and entries, not the team's history.
+    assert page.locator("#team-history").count() == 0 and page.locator("#history-hidden").count() == 1
     assert "alpha-" not in page.content() and "try 1" not in page.content()  # files and notes stay private
     assert page.locator("#private-rank").count() == 0
     page.close()

@@ -300,9 +300,11 @@ def test_pages_never_reflect_the_host_header(client, leaderboard):
 
 def test_api_docs_are_served_without_other_sites(client):
     docs = client.get("/docs")
-    assert docs.status_code == 200 and "/api/submissions" in docs.text and "/openapi.json" in docs.text
+    text = docs.text.replace("<wbr>", "")  # paths may wrap after a slash
+    assert docs.status_code == 200 and "/api/submissions" in text and "/openapi.json" in text
     scripts = re.findall(r"<script[^>]*>", docs.text)
-    assert scripts == ['<script src="/static/local-time.js" defer>'] and "cdn" not in docs.text.lower()
+    assert scripts == ['<script src="/static/local-time.js" defer>', '<script src="/static/browser-key.js" defer>']
+    assert "cdn" not in docs.text.lower()
     assert "default-src 'self'" in docs.headers["content-security-policy"]
     assert client.get("/redoc").status_code == 404
     assert client.get("/openapi.json").json()["paths"]

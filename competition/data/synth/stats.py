@@ -383,7 +383,10 @@ def markdown(stats: dict) -> str:
             lines.append("")
         lines += ["| statistic | " + " | ".join(f"`{n}`" for n in names) + " |", "|---|" + "---|" * len(names)]
         for key in stats[names[0]]:
-            lines.append(f"| {key} | " + " | ".join(_fmt(stats[n][key]) for n in names) + " |")
+            spread = any(isinstance(stats[n][key], dict) and set(stats[n][key]) == {"min", "median", "max"}
+                         for n in names)
+            label = f"{key} (min / median / max)" if spread else key  # the three figures say which is which
+            lines.append(f"| {label} | " + " | ".join(_fmt(stats[n][key]) for n in names) + " |")
     return "\n".join(lines)
 
 

@@ -1,0 +1,429 @@
+"""Real data decides: how the kit's methods rank real TpuGraphs graphs (``make bench-real``).
+
+The embedded competition is synthetic; this benchmark measures every method on real graphs, with two
+protocols:
+
+- **transfer**: the method is trained on the embedded ``small`` competition (one model per competition
+  seed and method seed, on the collection the real graph belongs to) and ranks every labelled real
+  graph, which it has never seen;
+- **within-graph**: each real graph's configs are split train / valid / test (several draws, seeded);
+  the method is trained on the train part only (valid for its model selection) and ranks the test part.
+
+Real graphs: every labelled npz of a Kaggle-layout tree (default ``../shared/realdata/kaggle``, which is
+not redistributed: the run says so and goes on without it) plus the two real protos the kit ships
+(``competition.data.realdata``), featurized on the fly. A graph whose configs all carry the same
+settings, or whose runtimes are all equal, has nothing to rank: it is listed with the reason and left
+out of the tables.
+
+Scores are the official per-graph metric (Kendall tau-b for layout graphs; for tile kernels the tile
+score, averaged over kernels). Each cell gives the mean over runs and a 95 % bootstrap interval:
+for a layout graph the ranked configs are resampled (and the run drawn at random each time); for
+tile kernels the kernels are resampled (``competition.stats.intervals``, as ``tpugraphs report``
+does over graphs).
+
+Results go to ``--out`` (JSON) and a Markdown table on stdout (BENCHMARKS.md, "Real data").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from competition.collections import COLLECTION_BY_NAME, Collection
+from competition.data.graphs import Graph, LayoutGraph, TileGraph, load_graph, save_graph
+from competition.data.protos.featurize import featurize_file
+from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
+from competition.metrics import tile_slowdown_score
+from competition.stats import intervals, layout_taus, tau_interval
+
+DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
+METHODS = ("random", "heuristic", "gbdt", "gnn")
+# The gnn's defaults before issue 14 (early fusion, no cross-config attention, hinge loss): the
+# within-graph check holds the current defaults to them.
+VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
+    "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "loss": "hinge"}),
+    # Does pruning earn its place on real graphs? The gnn with every node kept.
+    "gnn-unpruned": ("gnn", {"pruning": "none"}),
+}
+DRAWS = 2000
+SPLIT = (0.6, 0.2, 0.2)  # within-graph: train / valid / test shares of a graph's configs
+MIN_WITHIN_CONFIGS = 50
+TILE_TOP = 5  # the tile metric's k: a kernel with k configs or fewer scores 1 whatever the ranking  # fewer configs give a test part too small to rank
+
+
+@dataclass
+class RealGraph:
+    """One labelled real graph, or a group of real tile kernels scored together."""
+
+    name: str
+    collection: Collection
+    graphs: list[Graph]  # one layout graph, or the tile kernels of one source
+    source: str
+    no_signal: str | None = None  # why the graph cannot be ranked, if it cannot
+
+    @property
+    def num_configs(self) -> int:
+        return sum(g.num_configs for g in self.graphs)
+
+
+def _collection_of(path: Path, root: Path) -> Collection | None:
+    parts = path.relative_to(root).parts
+    for collection in COLLECTION_BY_NAME.values():
+        sub = tuple(collection.npz_subdir.split("/"))
+        for k in range(len(parts) - len(sub)):
+            if parts[k:k + len(sub)] == sub:
+                return collection
+    return None
+
+
+def _signal(graph: Graph) -> str | None:
+    runtime = graph.config_runtime
+    if graph.num_configs < 2:
+        return "fewer than 2 configs"
+    if np.all(runtime == runtime[0]):
+        return "all runtimes equal"
+    if isinstance(graph, LayoutGraph):
+        feat = graph.node_config_feat.reshape(graph.num_configs, -1)
+        if np.all(feat == feat[0]):
+            spread = float(runtime.max() / runtime.min() - 1) * 100
+            return f"every config has the same settings (runtimes differ by {spread:.3f} %: measurement noise)"
+    else:
+        if np.all(graph.config_feat == graph.config_feat[0]):
+            return "every config has the same tile sizes"
+    return None
+
+
+def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[list[RealGraph], list[str]]:
+    """The labelled real graphs to rank, and notes on what was not found."""
+    found: list[RealGraph] = []
+    notes: list[str] = []
+    if kaggle_tree is not None and kaggle_tree.is_dir():
+        tiles: list[Graph] = []
+        for path in sorted(kaggle_tree.rglob("*.npz")):
+            collection = _collection_of(path, kaggle_tree)
+            if collection is None:
+                continue
+            graph = load_graph(path, collection.task.name)
+            if not np.any(graph.config_runtime > 0):
+                continue  # a test graph: runtimes are hidden
+            if isinstance(graph, TileGraph):
+                if graph.num_configs > TILE_TOP:
+                    tiles.append(graph)
+                else:
+                    notes.append(f"left out: tile kernel {path.stem}: {graph.num_configs} configs, so any top "
+                                 f"{TILE_TOP} holds the best (score 1 whatever the method)")
+                continue
+            split = path.parent.name
+            name = f"{collection.name}:{split}/{path.stem}"
+            found.append(RealGraph(name, collection, [graph], "kaggle", _signal(graph)))
+        if tiles:
+            found.append(RealGraph(f"tile:xla:kaggle ({len(tiles)} kernels)", COLLECTION_BY_NAME["tile:xla"],
+                                   tiles, "kaggle"))
+    elif kaggle_tree is not None:
+        notes.append(f"no real Kaggle tree at {kaggle_tree} (it is not redistributed); only the shipped protos")
+    if protos:
+        [(stem, layout)] = featurize_file(LAYOUT_PROTO)
+        # The proto's runs come from a search around the compiled default: a default-search graph.
+        found.append(RealGraph(f"layout:xla:default:proto/{stem}", COLLECTION_BY_NAME["layout:xla:default"],
+                               [layout], "proto", _signal(layout)))
+        kernels = [g for _, g in featurize_file(TILE_PROTO) if g.num_configs > TILE_TOP]
+        found.append(RealGraph(f"tile:xla:proto ({len(kernels)} kernels)", COLLECTION_BY_NAME["tile:xla"],
+                               kernels, "proto"))
+    return found, notes
+
+
+# -- scoring ---------------------------------------------------------------------------------------
+
+
+def tile_scores(predictions: Sequence[np.ndarray], kernels: Sequence[TileGraph]) -> np.ndarray:
+    """The official tile score of each kernel, from its predictions."""
+    out = []
+    for predicted, kernel in zip(predictions, kernels, strict=True):
+        top = np.argsort(predicted, kind="stable")[:TILE_TOP]
+        out.append(tile_slowdown_score(top, kernel.config_runtime.astype(np.float64),
+                                       kernel.config_runtime_normalizers.astype(np.float64)))
+    return np.asarray(out)
+
+
+# -- the two protocols ------------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    """One (graph, method, protocol): the score of every run and its interval."""
+
+    graph: str
+    method: str
+    protocol: str
+    runs: list[float] = field(default_factory=list)
+    fit_seconds: float = 0.0  # training time over all runs (wall; the machine's load moves it)
+    estimate: float = float("nan")
+    low: float = float("nan")
+    high: float = float("nan")
+
+    def to_json(self) -> dict:
+        return {"graph": self.graph, "method": self.method, "protocol": self.protocol, "runs": self.runs,
+                "fit_seconds": round(self.fit_seconds, 1), "estimate": self.estimate, "low": self.low,
+                "high": self.high}
+
+
+def _make(method: str, params: dict[str, object]):
+    from solutions.method import get_method
+
+    return get_method(method).load_class()(**params)
+
+
+def _fit(method: str, params: dict[str, object], data_dir: Path, collection: Collection, seed: int,
+         time_budget_s: float | None):
+    from solutions.method import FitOptions, SplitSource
+
+    model = _make(method, params)
+    options = FitOptions(seed=seed, progress=False, time_budget_s=time_budget_s)
+    model.fit(collection, SplitSource(data_dir, collection, "train"), SplitSource(data_dir, collection, "valid"),
+              options)
+    return model
+
+
+def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]], truths: list[list[Graph]],
+               seed: int) -> Cell:
+    """Fill ``cell`` from the predictions of every run (each a list, one entry per graph of ``real``)."""
+    if real.collection.task.name == "layout":
+        preds = [p[0] for p in predictions]
+        runtimes = [t[0].config_runtime.astype(np.float64) for t in truths]
+        taus = layout_taus(preds, runtimes)
+        cell.runs = [round(float(t), 4) for t in taus]
+        ci = tau_interval(preds, runtimes, draws=DRAWS, seed=seed)
+    else:
+        per_run = [tile_scores(p, t) for p, t in zip(predictions, truths, strict=True)]
+        cell.runs = [round(float(s.mean()), 4) for s in per_run]
+        # Kernels resampled (each kernel's score averaged over runs), as `tpugraphs report` over graphs.
+        pooled = np.mean(np.stack(per_run), axis=0)
+        ci, _ = intervals({real.collection.name: pooled}, draws=DRAWS, seed=seed)
+    cell.estimate, cell.low, cell.high = ci.estimate, ci.low, ci.high
+    return cell
+
+
+def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dirs: dict[int, Path],
+                 seeds: Sequence[int], *, time_budget_s: float | None, say=print) -> list[Cell]:
+    """Train on each embedded competition (``synth_dirs``: competition seed -> public dir) and rank the real graphs."""
+    cells: list[Cell] = []
+    wanted = sorted({g.collection.name for g in real_graphs}, key=list(COLLECTION_BY_NAME).index)
+    for method in methods:
+        base, params = VARIANTS.get(method, (method, {}))
+        predictions: dict[str, list[list[np.ndarray]]] = {g.name: [] for g in real_graphs}
+        for synth_seed, public in synth_dirs.items():
+            for seed in seeds:
+                for name in wanted:
+                    collection = COLLECTION_BY_NAME[name]
+                    started = time.perf_counter()
+                    model = _fit(base, params, public, collection, seed, time_budget_s)
+                    for real in real_graphs:
+                        if real.collection.name == name:
+                            predictions[real.name].append([np.asarray(model.predict(collection, g), dtype=np.float64)
+                                                           for g in real.graphs])
+                    say(f"  transfer {method:<10} small seed {synth_seed} method seed {seed} {name:<20} "
+                        f"{time.perf_counter() - started:6.1f} s")
+        for real in real_graphs:
+            cell = Cell(real.name, method, "transfer")
+            runs = predictions[real.name]
+            cells.append(_summarise(cell, real, runs, [real.graphs] * len(runs), seed=0))
+    return cells
+
+
+def split_configs(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Disjoint train / valid / test config indices (shares ``SPLIT``), each sorted."""
+    order = rng.permutation(n)
+    a = int(round(SPLIT[0] * n))
+    b = a + int(round(SPLIT[1] * n))
+    return np.sort(order[:a]), np.sort(order[a:b]), np.sort(order[b:])
+
+
+def select(graph: Graph, configs: np.ndarray) -> Graph:
+    """The same graph keeping only ``configs``."""
+    if isinstance(graph, TileGraph):
+        return TileGraph(node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
+                         config_runtime=graph.config_runtime[configs], config_feat=graph.config_feat[configs],
+                         config_runtime_normalizers=graph.config_runtime_normalizers[configs])
+    return LayoutGraph(node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
+                       config_runtime=graph.config_runtime[configs], node_config_feat=graph.node_config_feat[configs],
+                       node_config_ids=graph.node_config_ids, node_splits=graph.node_splits)
+
+
+def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Graph]] | None:
+    """A Kaggle-layout tree holding ``real``'s configs split train / valid / test; the test parts.
+
+    Tile kernels with fewer than 10 configs go whole into the training part; None when nothing is
+    left to test.
+    """
+    rng = np.random.default_rng([draw, len(real.name)])
+    folder = root / real.collection.npz_subdir
+    tests: list[Graph] = []
+    for k, graph in enumerate(real.graphs):
+        if real.collection.task.name == "tile" and graph.num_configs < 10:
+            save_graph(graph, folder / "train" / f"k{k}.npz", compressed=False)
+            continue
+        train, valid, test = split_configs(graph.num_configs, rng)
+        for split, configs in (("train", train), ("valid", valid), ("test", test)):
+            save_graph(select(graph, configs), folder / split / f"k{k}.npz", compressed=False)
+        tests.append(select(graph, test))
+    if not tests:
+        return None
+    (folder / "valid").mkdir(parents=True, exist_ok=True)
+    return root, tests
+
+
+def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequence[int], draws: int, *,
+               time_budget_s: float | None, say=print) -> list[Cell]:
+    """Within each real graph: train on part of its configs, rank the rest."""
+    cells: list[Cell] = []
+    for real in real_graphs:
+        if real.collection.task.name == "layout" and real.num_configs < MIN_WITHIN_CONFIGS:
+            say(f"  within {real.name}: skipped, {real.num_configs} configs (< {MIN_WITHIN_CONFIGS})")
+            continue
+        trees = []
+        work = Path(tempfile.mkdtemp(prefix="bench-real-"))
+        try:
+            for draw in range(draws):
+                made = within_tree(real, draw, work / f"draw{draw}")
+                if made is not None:
+                    trees.append(made)
+            if not trees:
+                say(f"  within {real.name}: skipped, no kernel with 10+ configs")
+                continue
+            for method in methods:
+                base, params = VARIANTS.get(method, (method, {}))
+                predictions, truths = [], []
+                started = time.perf_counter()
+                fit_seconds = 0.0
+                for root, tests in trees:
+                    for seed in seeds:
+                        fit_started = time.perf_counter()
+                        model = _fit(base, params, root, real.collection, seed, time_budget_s)
+                        fit_seconds += time.perf_counter() - fit_started
+                        predictions.append([np.asarray(model.predict(real.collection, g), dtype=np.float64)
+                                            for g in tests])
+                        truths.append(tests)
+                cell = Cell(real.name, method, "within", fit_seconds=fit_seconds)
+                cells.append(_summarise(cell, real, predictions, truths, seed=0))
+                say(f"  within {method:<10} {real.name:<52} {time.perf_counter() - started:6.1f} s")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return cells
+
+
+# -- report ------------------------------------------------------------------------------------------
+
+
+def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
+    """A Markdown table: one row per graph, one column per method, ``mean [low, high]``."""
+    by_graph: dict[str, dict[str, Cell]] = {}
+    for cell in cells:
+        if cell.protocol == protocol:
+            by_graph.setdefault(cell.graph, {})[cell.method] = cell
+    if not by_graph:
+        return f"({protocol}: nothing measured)"
+    lines = ["| real graph | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+    for graph, row in by_graph.items():
+        entries = []
+        for method in methods:
+            c = row.get(method)
+            entries.append("" if c is None else f"{c.estimate:+.3f} [{c.low:+.2f}, {c.high:+.2f}]")
+        lines.append(f"| {graph} | " + " | ".join(entries) + " |")
+    return "\n".join(lines)
+
+
+def build_small(seed: int, root: Path, say=print) -> Path:
+    """The embedded ``small`` competition of ``seed`` under ``root`` (reused when already built)."""
+    from competition.data.synth import generate_competition
+
+    out = root / f"small-seed{seed}"
+    public = out / "public"
+    if not (public / "sample_submission.csv").is_file():
+        say(f"building the embedded small competition, seed {seed}, in {out}")
+        generate_competition(out, scale="small", seed=seed, overwrite=True)
+    return public
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_real", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--real", type=Path, default=DEFAULT_KAGGLE_TREE,
+                        help="a Kaggle-layout tree with labelled real graphs (default: ../shared/realdata/kaggle)")
+    parser.add_argument("--no-protos", action="store_true", help="leave out the two real protos the kit ships")
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help=f"comma-separated: {', '.join(METHODS)}, {', '.join(VARIANTS)} (default: the four methods)")
+    parser.add_argument("--protocols", default="transfer,within", help="transfer, within or both (default)")
+    parser.add_argument("--synth-seeds", default="0,1", help="embedded competitions to train on (transfer)")
+    parser.add_argument("--seeds", default="0,1,2", help="method seeds")
+    parser.add_argument("--draws", type=int, default=3, help="within-graph: config splits per graph")
+    parser.add_argument("--scale", default="small", choices=("tiny", "small"),
+                        help="embedded competition to train on (tiny: a smoke run)")
+    parser.add_argument("--synth-root", type=Path, default=Path("data/bench-real"),
+                        help="where the embedded competitions are built and reused")
+    parser.add_argument("--time-budget", type=float, default=None, help="seconds of training per fit (default: none)")
+    parser.add_argument("--only", default=None, help="only real graphs whose name contains this text")
+    parser.add_argument("--out", type=Path, default=Path("data/bench-real/results.json"), help="JSON results")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = [m for m in methods if m not in METHODS and m not in VARIANTS]
+    if unknown:
+        print(f"bench_real: unknown method(s) {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    protocols = [p for p in args.protocols.split(",") if p]
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    real_graphs, notes = find_real_graphs(args.real, protos=not args.no_protos)
+    if args.only:
+        real_graphs = [g for g in real_graphs if args.only in g.name]
+    for note in notes:
+        print(f"note: {note}")
+    ranked = [g for g in real_graphs if g.no_signal is None]
+    for g in real_graphs:
+        if g.no_signal:
+            print(f"left out: {g.name}: {g.no_signal}")
+    print(f"real graphs: {len(ranked)} ({sum(g.num_configs for g in ranked):,} labelled configs)")
+    started = time.perf_counter()
+    cells: list[Cell] = []
+    if "transfer" in protocols:
+        synth_dirs = {}
+        for s in (int(x) for x in args.synth_seeds.split(",") if x):
+            if args.scale == "small":
+                synth_dirs[s] = build_small(s, args.synth_root)
+            else:
+                from competition.data.synth import generate_competition
+
+                out = args.synth_root / f"{args.scale}-seed{s}"
+                if not (out / "public" / "sample_submission.csv").is_file():
+                    generate_competition(out, scale=args.scale, seed=s, overwrite=True)
+                synth_dirs[s] = out / "public"
+        cells += run_transfer(ranked, methods, synth_dirs, seeds, time_budget_s=args.time_budget)
+    if "within" in protocols:
+        cells += run_within(ranked, methods, seeds, args.draws, time_budget_s=args.time_budget)
+    for protocol in protocols:
+        print(f"\n### {protocol}\n")
+        print(table(cells, methods, protocol))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({
+        "methods": methods, "protocols": protocols, "seeds": seeds, "synth_seeds": args.synth_seeds,
+        "scale": args.scale, "draws": args.draws, "seconds": round(time.perf_counter() - started, 1),
+        "left_out": {g.name: g.no_signal for g in real_graphs if g.no_signal},
+        "cells": [c.to_json() for c in cells],
+    }, indent=1) + "\n")
+    print(f"\nwritten: {args.out} ({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

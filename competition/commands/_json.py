@@ -1,0 +1,32 @@
+"""What ``--json`` prints when a command cannot report: one JSON document on stdout, like a report.
+
+Every reporting command (``validate``, ``score``, ``report``, ``compare``, ``stats``, ``inspect``,
+``solve``) prints exactly one JSON document on stdout with ``--json``, whether it succeeds or not,
+and exits with the same code as without it. A failure is ``{"ok": false, "exit_code": N,
+"problems": [{"line", "id", "rule", "message"}, ...], "problems_truncated": bool}``; a problem
+without a line, an ID or a rule has null there (a usage error is one problem with only a message).
+The human-readable message still goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def problems_document(problems: list[dict], exit_code: int, *, truncated: bool = False) -> str:
+    return json.dumps({"ok": False, "exit_code": exit_code, "problems": problems, "problems_truncated": truncated})
+
+
+def message_problem(message: str) -> dict:
+    return {"line": None, "id": None, "rule": None, "message": message}
+
+
+def validation_problems(result) -> list[dict]:
+    """A ``ValidationResult``'s problems as plain dicts (``competition.submission.rules.Problem``)."""
+    return [{"line": p.line, "id": p.row_id, "rule": p.rule, "message": p.message} for p in result.problems]
+
+
+def wants_json(args) -> bool:
+    """Whether the command was asked for JSON on stdout (``--json``; ``solve --json`` without a file)."""
+    value = getattr(args, "json", None)
+    return value is True or value == "-"

@@ -1,0 +1,116 @@
+"""The GNN's settings: one object (``GNNConfig``), one set of defaults, one schema (``solutions.settings``).
+
+Every setting is declared once below with its type, default, allowed values and meaning; the
+command line (``--param``, ``--list-params``), the models (``LayoutRanker.from_settings``,
+``TileRanker.from_settings``), the training loop and the saved model (``gnn.json``) all read it
+from here. ``COLLECTION_DEFAULTS`` lists where a collection starts from other values.
+
+The defaults fit the ``make demo`` budget (2 CPU cores, ~4 min for all five collections of the small
+embedded competition); raise ``*_epochs`` and ``hidden`` for real data.
+
+``num_threads`` is 1 by default: the tensors of a pruned graph are small, and torch's thread pool
+then costs more than it gives; on a shared 2-core machine two threads made a training epoch ~10x
+slower than one. One thread also makes a CPU fit reproducible whatever the machine's core count.
+Use ``none`` (torch's default) or more threads for unpruned or real-size graphs.
+
+``pruning`` is the one holder of how layout graphs are pruned (``solutions.pruning``: ``none``,
+``onehop``, ``khop:3``, ``merged:onehop``, ``khop:4+merged``, ...); ``--no-prune`` is
+``--param pruning=none``. It starts as ``solutions.gnn.data.DEFAULT_PRUNING``, is kept in the
+canonical spelling, and is saved with the model, which predicts with it whatever the default is later.
+
+``training`` is ``full`` (every node of the sampled configs back-propagated) or ``gst`` (Graph
+Segment Training of layout graphs, ``solutions.gnn.gst``). GST segments the per-config message
+passing of early fusion, so ``training=gst`` needs ``fusion=early``; anything else is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from solutions.gnn import data as gnn_data
+from solutions.pruning import PruningNameError, parse_pruning, pruning_setting
+from solutions.settings import SettingError, check_settings, setting
+
+LOSSES = ("hinge", "listmle")
+FUSIONS = ("early", "intermediate")
+TRAINING_MODES = ("full", "gst")
+
+
+def canonical_pruning(text: str) -> str:
+    """A pruning name in its canonical spelling (``khop:3:0`` -> ``khop:3``); ValueError saying why not."""
+    try:
+        return pruning_setting(parse_pruning(text))
+    except PruningNameError as exc:  # keep the reason, drop the list of names (the schema row gives it)
+        raise ValueError(str(exc).split(": ", 1)[-1].split("; valid names")[0]) from None
+
+
+@dataclass
+class GNNConfig:
+    """Settings of the GNN method (see the module docstring); every field is checked when one is made."""
+
+    hidden: int = setting(32, "width of every node state", low=1)
+    layers: int = setting(3, "message-passing layers", low=1)
+    dropout: float = setting(0.0, "dropout between message-passing layers", low=0, high=1, high_open=True)
+    row_features: bool = setting(True, "layout: looked-up slot sizes and 'differs from the usual row' (model.py)")
+    fusion: str = setting("intermediate", "layout: configs join before message passing (early) or after it "
+                          "(intermediate; model.py)", choices=FUSIONS)
+    config_layers: int = setting(1, "layout, intermediate fusion: layers mixing linked configurable nodes' rows",
+                                 low=0)
+    config_attention: bool = setting(True, "layout: configs of a graph attend to each other before the head")
+    tied_links: bool = setting(False, "layout, intermediate fusion: also mix tied nodes' rows with their "
+                               "group's first node")
+    tile_geometry: bool = setting(True, "tile: also read the engineered tiling facts of each config (data.py)")
+    lr: float = setting(5e-3, "AdamW learning rate, cosine decay to lr / 10 over the planned steps (0: no "
+                        "update, for tests)", low=0)
+    weight_decay: float = setting(1e-4, "AdamW weight decay", low=0)
+    loss: str = setting("listmle", "ranking loss (train.py's docstring; tile:xla starts from hinge)", choices=LOSSES)
+    margin: float = setting(0.1, "hinge margin, in score units", low=0)
+    layout_epochs: int = setting(45, "passes over the training graphs", low=1)
+    tile_epochs: int = setting(20, "passes over the training kernels (tile:xla)", low=1)
+    configs_per_graph: int = setting(32, "layout: configs sampled per step (one graph per step)", low=2)
+    tile_graphs_per_step: int = setting(16, "tile: kernels per step", low=1)
+    tile_configs_per_graph: int = setting(32, "tile: configs sampled per kernel per step", low=2)
+    eval_every: int = setting(2, "epochs between validation scores", low=1)
+    patience: int | None = setting(None, "stop after this many evaluations without improvement (none: never)",
+                                   low=1)
+    valid_configs: int = setting(256, "layout: configs per validation graph scored during training", low=1)
+    predict_batch_nodes: int = setting(1 << 16, "node rows (configs x nodes) per prediction pass: bounds memory",
+                                       low=1)
+    num_threads: int | None = setting(1, "torch CPU threads during fit/predict (none: torch's default)", low=1)
+    pruning: str = setting(meaning="how layout graphs are pruned (tpugraphs solve --help lists the names; "
+                           "--no-prune is none)", default_factory=lambda: gnn_data.DEFAULT_PRUNING,
+                           canonical=canonical_pruning, grammar="a pruning name (none, onehop, khop:K, ...)")
+    training: str = setting("full", "full, or gst: Graph Segment Training of layout graphs (needs fusion=early)",
+                            choices=TRAINING_MODES)
+    segment_size: int = setting(1000, "gst: most nodes in one segment (the GST paper's TpuGraphs setting)", low=1)
+    segments_per_step: int = setting(1, "gst: segments back-propagated per step", low=1)
+    stale_dropout: float = setting(0.5, "gst: chance that a historical segment embedding is left out of a step",
+                                   low=0, high=1, high_open=True)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        if self.training == "gst" and self.fusion != "early":
+            raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the per-config message "
+                               f"passing of early fusion, and {self.fusion} fusion passes messages once per graph, "
+                               f"with nothing to segment; add fusion=early")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def for_collection(cls, name: str, **overrides: object) -> GNNConfig:
+        """The settings a collection starts from (``COLLECTION_DEFAULTS`` on top of the class defaults),
+        with ``overrides`` (what ``--param`` gave) on top of those."""
+        return cls(**{**COLLECTION_DEFAULTS.get(name, {}), **overrides})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# Where a collection's best settings differ from the class defaults: measured on the small embedded
+# competition (BENCHMARKS.md, "gnn: intermediate fusion, cross-config attention, loss"). ``GNNRanker``
+# starts each collection from ``GNNConfig.for_collection``; a ``--param`` always wins.
+COLLECTION_DEFAULTS: dict[str, dict[str, object]] = {
+    "tile:xla": {"loss": "hinge"},  # ListMLE lost 0.014 of tile score (0.982 vs 0.996)
+}

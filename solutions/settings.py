@@ -1,0 +1,255 @@
+"""The typed, ranged schema of a method's settings, and the one place a setting's value is checked.
+
+A method's settings are a dataclass (``GNNConfig``, ``GBDTSettings``) whose fields are declared with
+:func:`setting`: a default, a meaning, and what is allowed (a range, a list of choices, or a check
+that spells a value in its canonical form). :func:`schema` reads those fields back as
+:class:`Setting` rows, and every use goes through them:
+
+- ``tpugraphs solve --list-params`` prints each row (type, default, allowed values, meaning);
+- ``tpugraphs solve --param NAME=TEXT`` is read by :func:`parse_texts` (text -> typed value, a
+  misspelt name answered with the closest one) before any data is read;
+- the dataclass's ``__post_init__`` calls :func:`check_settings`, so a settings object (made by the
+  command line, a notebook, or a saved model being loaded) never holds a value outside its row.
+
+A refusal is a :class:`SettingError` whose message is one line naming the setting, the value and
+what is allowed, e.g. ``setting lr='fast': lr is a number > 0 (default 0.005)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+
+NONE_WORDS = ("none", "null")  # how a command line spells "no value" for a setting that allows one
+TRUE_WORDS = ("true", "yes", "1", "on")
+FALSE_WORDS = ("false", "no", "0", "off")
+KINDS = {int: "integer", float: "number", bool: "true/false", str: "text"}
+
+
+class SettingError(ValueError):
+    """A setting's name or value refused; the message is one line meant for the person who gave it."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of a method's schema: what ``--param NAME=VALUE`` accepts for ``name``."""
+
+    name: str
+    kind: type  # int, float, bool or str
+    default: object
+    meaning: str
+    optional: bool = False  # None ("none") is allowed, with the meaning the text gives it
+    low: float | None = None  # smallest allowed value (numbers)
+    high: float | None = None  # largest allowed value (numbers)
+    low_open: bool = False  # ``low`` itself is not allowed (e.g. a learning rate > 0)
+    high_open: bool = False  # ``high`` itself is not allowed (e.g. a probability < 1)
+    choices: tuple[str, ...] = ()  # the allowed texts (str settings)
+    # str settings with a grammar: returns the canonical spelling, raises ValueError saying why not
+    canonical: Callable[[str], str] | None = None
+    grammar: str = ""  # what ``canonical`` accepts, in words (for --list-params and messages)
+
+    @property
+    def type_name(self) -> str:
+        return KINDS[self.kind] + (" or none" if self.optional else "")
+
+    def allowed(self) -> str:
+        """What the setting accepts, in words: ``an integer >= 1``, ``one of hinge, listmle``."""
+        if self.choices:
+            text = "one of " + ", ".join(self.choices)
+        elif self.grammar:
+            text = self.grammar
+        elif self.kind is bool:
+            text = "true or false"
+        else:
+            text = ("an integer" if self.kind is int else "a number") + self._range()
+        return text + (" or none" if self.optional else "")
+
+    def _range(self) -> str:
+        low = None if self.low is None else f"{'>' if self.low_open else '>='} {_number(self.low)}"
+        high = None if self.high is None else f"{'<' if self.high_open else '<='} {_number(self.high)}"
+        if low and high:
+            return f" {low} and {high}"
+        return f" {low or high}" if low or high else ""
+
+    def refuse(self, value: object, why: str = "", given: str | None = None) -> SettingError:
+        shown = _text(given if given is not None else value if isinstance(value, str) else _show(value))
+        return SettingError(f"setting {self.name}={shown}: {why or 'not allowed'}; {self.name} must be "
+                            f"{self.allowed()} (default {_show(self.default)})")
+
+    def parse(self, text: str) -> object:
+        """The typed value a command-line text stands for, checked (``SettingError`` otherwise)."""
+        word = text.strip()
+        if self.optional and word.lower() in NONE_WORDS:
+            return None
+        if self.kind is bool:
+            if word.lower() in TRUE_WORDS:
+                return True
+            if word.lower() in FALSE_WORDS:
+                return False
+            raise self.refuse(text, "not true or false")
+        if self.kind is int:
+            try:
+                value: object = int(word)
+            except ValueError:
+                raise self.refuse(text, "not an integer") from None
+        elif self.kind is float:
+            try:
+                value = float(word)
+            except ValueError:
+                raise self.refuse(text, "not a number") from None
+        else:
+            value = word
+        return self.check(value, given=text)
+
+    def check(self, value: object, given: str | None = None) -> object:
+        """``value`` if this setting allows it (str settings: in canonical spelling); ``SettingError`` if not."""
+        if value is None:
+            if self.optional:
+                return None
+            raise self.refuse(given=given, value=value, why="none is not allowed here")
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise self.refuse(given=given, value=value, why="not true or false")
+            return value
+        if self.kind is str:
+            if not isinstance(value, str):
+                raise self.refuse(given=given, value=value, why="not text")
+            if self.choices and value not in self.choices:
+                close = difflib.get_close_matches(value, self.choices, n=1)
+                raise self.refuse(given=given, value=value, why=f"unknown{f' (did you mean {close[0]}?)' if close else ''}")
+            if self.canonical is not None:
+                try:
+                    return self.canonical(value)
+                except ValueError as exc:
+                    raise self.refuse(given=given, value=value, why=str(exc).splitlines()[0]) from None
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.refuse(given=given, value=value, why=f"not {'an integer' if self.kind is int else 'a number'}")
+        if self.kind is int and not float(value).is_integer():
+            raise self.refuse(given=given, value=value, why="not an integer")
+        if not math.isfinite(value):
+            raise self.refuse(given=given, value=value, why="not a finite number")
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            raise self.refuse(given=given, value=value, why="too small")
+        if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
+            raise self.refuse(given=given, value=value, why="too large")
+        return int(value) if self.kind is int else float(value)
+
+
+def setting(default: object = dataclasses.MISSING, meaning: str = "", *,
+            default_factory: Callable[[], object] | None = None, low: float | None = None,
+            high: float | None = None, low_open: bool = False, high_open: bool = False,
+            choices: Iterable[str] = (), canonical: Callable[[str], str] | None = None,
+            grammar: str = "") -> typing.Any:
+    """A settings-dataclass field with its schema row (the type comes from the field's annotation)."""
+    metadata = {"setting": {"meaning": meaning, "low": low, "high": high, "low_open": low_open,
+                            "high_open": high_open, "choices": tuple(choices), "canonical": canonical,
+                            "grammar": grammar}}
+    if default_factory is not None:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def schema(settings_class: type) -> dict[str, Setting]:
+    """The schema rows of a settings dataclass, in field order (class defaults).
+
+    A default made by a factory (the gnn's ``pruning``, read from ``DEFAULT_PRUNING`` when a config
+    is made) is read again on every call, so the rows never show a stale default.
+    """
+    rows = _rows(settings_class)
+    factories = {f.name: f.default_factory for f in dataclasses.fields(settings_class)
+                 if f.default_factory is not dataclasses.MISSING}
+    return {name: dataclasses.replace(row, default=factories[name]()) if name in factories else row
+            for name, row in rows.items()}
+
+
+@cache
+def _rows(settings_class: type) -> dict[str, Setting]:
+    hints = typing.get_type_hints(settings_class)
+    rows = {}
+    for field in dataclasses.fields(settings_class):
+        spec = field.metadata.get("setting")
+        if spec is None:
+            raise TypeError(f"{settings_class.__name__}.{field.name} is not declared with setting(...)")
+        kind, optional = _kind(hints[field.name], f"{settings_class.__name__}.{field.name}")
+        default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        rows[field.name] = Setting(field.name, kind, default, optional=optional, **spec)
+    return rows
+
+
+def _kind(hint: object, where: str) -> tuple[type, bool]:
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        kinds = [a for a in args if a is not type(None)]
+        if len(kinds) == 1 and len(args) == 2 and kinds[0] in KINDS:
+            return kinds[0], True
+    elif hint in KINDS:
+        return hint, False  # type: ignore[return-value]
+    raise TypeError(f"{where}: a setting is int, float, bool or str, optionally | None; got {hint!r}")
+
+
+def check_settings(settings: object) -> None:
+    """Check (and put into canonical spelling) every field of a settings object; ``SettingError`` if one is refused.
+
+    Called by the settings dataclasses' ``__post_init__``: whoever builds one gets a checked one.
+    """
+    for name, row in schema(type(settings)).items():
+        object.__setattr__(settings, name, row.check(getattr(settings, name)))
+
+
+def unknown_setting(settings_class: type, name: str, method: str) -> SettingError:
+    """The refusal of a name that is not a setting, with the closest one when there is one."""
+    names = list(schema(settings_class))
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return SettingError(f"setting {name}: --method {method} has no such setting; {hint}"
+                        f"(tpugraphs solve --method {method} --list-params lists them)")
+
+
+def parse_texts(settings_class: type, texts: Mapping[str, str], method: str) -> dict[str, object]:
+    """``{"hidden": "64"}`` -> ``{"hidden": 64}``: each text read and checked by its setting's row."""
+    rows = schema(settings_class)
+    values = {}
+    for name, text in texts.items():
+        if name not in rows:
+            raise unknown_setting(settings_class, name, method)
+        values[name] = rows[name].parse(text)
+    return values
+
+
+def check_names(settings_class: type, values: Mapping[str, object], method: str) -> None:
+    """Refuse any name of ``values`` that is not a setting (``GNNRanker(hiden=64)``)."""
+    rows = schema(settings_class)
+    for name in values:
+        if name not in rows:
+            raise unknown_setting(settings_class, name, method)
+
+
+def to_json_schema(settings_class: type) -> list[dict]:
+    """The rows as plain data (``--list-params --json``)."""
+    return [{"name": r.name, "type": r.type_name, "default": r.default, "allowed": r.allowed(),
+             "meaning": r.meaning} for r in schema(settings_class).values()]
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def _text(text: str) -> str:
+    """A value as given, on one line: quoted with escapes when it holds a control character, cut when long."""
+    shown = text if text.isprintable() else repr(text)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,92 @@
+"""The real-data check's plumbing (``benchmarks/bench_real.py``), on the tiny competition and the shipped
+real protos; the full run is a benchmark (``make bench-real``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from real_protos import KAGGLE_TREE, needs_kaggle_tree, needs_realdata
+
+from benchmarks import bench_real
+from competition.data.graphs import LayoutGraph
+from competition.stats import tau_interval
+
+
+@needs_realdata()
+def test_smoke_run_on_tiny_ranks_the_shipped_real_graphs_with_both_protocols(tmp_path, capsys):
+    out = tmp_path / "results.json"
+    argv = ["--real", str(tmp_path / "no-kaggle-tree"), "--scale", "tiny", "--synth-seeds", "0", "--seeds", "0",
+            "--draws", "1", "--methods", "random,heuristic", "--synth-root", str(tmp_path / "synth"),
+            "--out", str(out)]
+    assert bench_real.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "no real Kaggle tree" in printed and "### transfer" in printed and "### within" in printed
+    results = json.loads(out.read_text())
+    cells = {(c["graph"], c["method"], c["protocol"]) for c in results["cells"]}
+    layout = "layout:xla:default:proto/module_tuning_data_layout"
+    for protocol in ("transfer", "within"):
+        for method in ("random", "heuristic"):
+            assert (layout, method, protocol) in cells
+    for cell in results["cells"]:
+        assert cell["low"] <= cell["estimate"] <= cell["high"], cell
+        assert -1 <= cell["estimate"] <= 1 and cell["runs"], cell
+
+
+def test_unknown_method_is_a_usage_error(capsys):
+    assert bench_real.main(["--methods", "gbdt,magic", "--no-protos", "--real", "/nonexistent"]) == 2
+    assert "unknown method(s) magic" in capsys.readouterr().err
+
+
+def test_config_splits_are_disjoint_and_cover_every_config():
+    rng = np.random.default_rng(0)
+    train, valid, test = bench_real.split_configs(101, rng)
+    assert len(train) + len(valid) + len(test) == 101
+    assert not set(train) & set(valid) and not set(train) & set(test) and not set(valid) & set(test)
+
+
+def _layout_graph(settings: np.ndarray, runtimes: np.ndarray) -> LayoutGraph:
+    c = len(runtimes)
+    return LayoutGraph(node_feat=np.zeros((2, 140), np.float32), node_opcode=np.ones(2, np.uint8),
+                       edge_index=np.array([[1, 0]]), config_runtime=np.asarray(runtimes, np.int64),
+                       node_config_feat=np.broadcast_to(settings, (c, 1, 18)).astype(np.float32).copy(),
+                       node_config_ids=np.array([1]), node_splits=np.array([[0]]))
+
+
+@pytest.mark.parametrize(("settings", "runtimes", "reason"), [
+    (np.full(18, -1), [100, 100, 100], "all runtimes equal"),
+    (np.full(18, -1), [100, 101, 100], "every config has the same settings"),
+    (np.full(18, -1), [100], "fewer than 2 configs"),
+])
+def test_graphs_with_nothing_to_rank_are_left_out_with_the_reason(settings, runtimes, reason):
+    assert reason in bench_real._signal(_layout_graph(settings, np.asarray(runtimes)))
+
+
+def test_a_graph_with_different_settings_has_signal():
+    graph = _layout_graph(np.full(18, -1), [100, 120])
+    graph.node_config_feat[1, 0, 0] = 0
+    assert bench_real._signal(graph) is None
+
+
+def test_the_interval_brackets_the_mean_tau_and_a_perfect_ranking_scores_one():
+    runtimes = np.arange(1.0, 201.0)
+    perfect = tau_interval([runtimes.copy()], [runtimes], draws=200)
+    assert perfect.estimate == pytest.approx(1.0) and perfect.low > 0.99  # resampled duplicates tie
+    rng = np.random.default_rng(1)
+    noisy = [runtimes + rng.normal(0, 40, size=200) for _ in range(3)]
+    ci = tau_interval(noisy, [runtimes] * 3, draws=500)
+    assert ci.low < ci.estimate < ci.high and 0.3 < ci.estimate < 0.95
+
+
+@needs_kaggle_tree
+def test_the_real_kaggle_tree_gives_its_labelled_graphs_and_leaves_out_the_ones_without_signal():
+    graphs, notes = bench_real.find_real_graphs(KAGGLE_TREE, protos=False)
+    names = {g.name: g for g in graphs}
+    assert "layout:xla:default:train/unet3d" in names
+    assert "layout:xla:random:valid/unet_3d.4x4.bf16" in names
+    # The rnn graph's 20 configs carry identical settings: nothing to rank.
+    rnn = names["layout:xla:random:train/openai_v0_rnn_optimized"]
+    assert rnn.no_signal and "same settings" in rnn.no_signal
+    assert not any("test/" in name for name in names)  # test graphs have hidden (zero) runtimes
+    assert any("tile kernel" in note for note in notes)  # the 2-config kernel scores 1 whatever the ranking
