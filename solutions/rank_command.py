@@ -85,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
             source = f"sampled, seed {args.seed}"
     except RankError as exc:
         print(f"tpugraphs rank: {exc}", file=sys.stderr)
+        if args.json:  # --json: stdout still carries one document
+            from competition.commands._json import message_problem, problems_document
+
+            print(problems_document([message_problem(str(exc))], 1))
         return 1
     try:
         result = rank_program(program, args.model, collection=args.collection, configs=configs,

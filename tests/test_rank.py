@@ -204,6 +204,14 @@ def test_malformed_or_foreign_programs_get_one_line_errors(capsys, trained, tmp_
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def test_with_json_a_refused_program_is_one_json_document_too(capsys, trained, tmp_path):
+    path = _write(tmp_path, "notes.pb", b"hello world\n")
+    code, out, err = cli(capsys, "rank", str(path), "--model", str(trained / "sub.models"), "--json")
+    document = json.loads(out)
+    assert code == 1 and "corrupt or truncated proto" in err
+    assert "notes.pb" in json.dumps(document)
+
+
 @needs_realdata(TILE_PROTO)
 def test_a_tile_proto_is_refused(capsys, trained):
     code, _, err = cli(capsys, "rank", str(TILE_PROTO), "--model", str(trained / "sub.models"))
