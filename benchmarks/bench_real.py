@@ -361,6 +361,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-protos", action="store_true", help="leave out the two real protos the kit ships")
     parser.add_argument("--methods", default=",".join(METHODS),
                         help=f"comma-separated: {', '.join(METHODS)}, {', '.join(VARIANTS)} (default: the four methods)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME:METHOD:K=V,K=V",
+                        help="an extra method with settings, e.g. gnn-hinge:gnn:loss=hinge (repeatable; then "
+                             "name it in --methods)")
     parser.add_argument("--protocols", default="transfer,within", help="transfer, within or both (default)")
     parser.add_argument("--synth-seeds", default="0,1", help="embedded competitions to train on (transfer)")
     parser.add_argument("--seeds", default="0,1,2", help="method seeds")
@@ -378,6 +381,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
+    for text in args.variant:
+        try:
+            name, method, settings = text.split(":", 2)
+            params = {}
+            for pair in filter(None, settings.split(",")):
+                key, value = pair.split("=", 1)
+                params[key] = {"true": True, "false": False}.get(value.lower(), value)
+        except ValueError:
+            print(f"bench_real: --variant {text!r}: expected NAME:METHOD:KEY=VALUE,...", file=sys.stderr)
+            return 2
+        VARIANTS[name] = (method, params)
     unknown = [m for m in methods if m not in METHODS and m not in VARIANTS]
     if unknown:
         print(f"bench_real: unknown method(s) {', '.join(unknown)}", file=sys.stderr)

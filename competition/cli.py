@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "competition.commands.score",
     "competition.commands.report",
     "competition.commands.compare",
+    "competition.commands.grade",
     "competition.commands.shakeup",
     "competition.commands.ensemble",
     "competition.commands.featurize",
@@ -39,6 +40,7 @@ COMMAND_MODULES = (
     "competition.commands.stats",
     "competition.commands.submit",
     "solutions.commands",
+    "solutions.rank_command",
     "leaderboard.commands",
 )
 

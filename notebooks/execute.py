@@ -131,6 +131,19 @@ def execute(nb, workdir: Path, *, timeout_func=None, cell_timeout: int = CELL_TI
     return json.loads(text.strip().splitlines()[-1])
 
 
+def relative_outputs(nb, root: Path = ROOT) -> None:
+    """Saved outputs name files relative to the repository (``data/demo/public``), never this machine's
+    absolute path to it; a reader's clone lives elsewhere."""
+    prefix = str(root) + "/"
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if "text" in output:
+                output["text"] = output["text"].replace(prefix, "")
+            for key, value in output.get("data", {}).items():
+                if key.startswith("text/") and isinstance(value, str):
+                    output["data"][key] = value.replace(prefix, "")
+
+
 def run_one(path: Path, scale: str) -> float:
     import nbformat
 
@@ -142,6 +155,7 @@ def run_one(path: Path, scale: str) -> float:
     started = time.monotonic()
     loaded = execute(nb, OUTPUT_DIR)
     seconds = time.monotonic() - started
+    relative_outputs(nb)
     nb.metadata[METADATA_KEY] = {
         "data": data_stamp(scale),
         "cells": cells_hash(nb),

@@ -179,29 +179,29 @@ def test_a_tile_model_with_geometry_saves_and_loads(tiny_competition, tmp_path):
 def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competition, tmp_path, monkeypatch):
     from solutions.gnn import settings as settings_module
 
-    monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name, {"loss": "hinge", "fusion": "early"})
+    monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name, {"loss": "listmle", "fusion": "early"})
     public = tiny_competition / "public"
     splits = SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid")
     default = GNNRanker(**FAST)
     default.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (default.config.loss, default.config.fusion) == ("hinge", "early")
-    assert "layout:xla:random: loss='hinge', fusion='early'" in GNNRanker.param_table()[1]
-    chosen = GNNRanker(**FAST, loss="listmle")
+    assert (default.config.loss, default.config.fusion) == ("listmle", "early")
+    assert "layout:xla:random: loss='listmle', fusion='early'" in GNNRanker.param_table()[1]
+    chosen = GNNRanker(**FAST, loss="hinge")
     chosen.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (chosen.config.loss, chosen.config.fusion) == ("listmle", "early")
+    assert (chosen.config.loss, chosen.config.fusion) == ("hinge", "early")
     whole = GNNRanker(GNNConfig(**FAST))  # a whole config is used as it is: the class defaults
     whole.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (whole.config.loss, whole.config.fusion) == (GNNConfig.loss, GNNConfig.fusion) == ("listmle", "intermediate")
+    assert (whole.config.loss, whole.config.fusion) == (GNNConfig.loss, GNNConfig.fusion) == ("hinge", "intermediate")
     default.save(tmp_path / "model")
     monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name, {})
     loaded = GNNRanker.load(tmp_path / "model")  # the saved settings, whatever today's table says
-    assert (loaded.config.loss, loaded.config.fusion) == ("hinge", "early")
+    assert (loaded.config.loss, loaded.config.fusion) == ("listmle", "early")
 
 
-def test_tile_starts_from_the_hinge():
+def test_every_collection_starts_from_the_hinge_and_a_param_wins():
     assert GNNConfig.for_collection("tile:xla").loss == "hinge"
     assert GNNConfig.for_collection("tile:xla", loss="listmle").loss == "listmle"
-    assert GNNConfig.for_collection("layout:nlp:default").loss == "listmle"
+    assert GNNConfig.for_collection("layout:nlp:default").loss == "hinge"
 
 
 def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tmp_path, monkeypatch):

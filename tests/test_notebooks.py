@@ -496,3 +496,20 @@ def test_data_dir_is_made_absolute(tmp_path, monkeypatch, clean_env):
     assert find_data("download").public_dir == tmp_path / "download"  # a notebook may chdir afterwards
     monkeypatch.setenv(locate.DATA_ENV, "download")
     assert find_data().public_dir == tmp_path / "download"
+
+
+def test_saved_outputs_show_paths_relative_to_the_repository():
+    """A reader's clone lives elsewhere: outputs say data/demo/..., not where the notebooks were executed."""
+    import re
+
+    absolute = re.compile(r"(?<![\w.])/[\w.-]+(?:/[\w.-]+)*/(?:data/demo|notebooks/output)\b")
+    for path in sorted(NOTEBOOK_DIR.glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            for output in cell.get("outputs", []):
+                texts = [output.get("text", "")] + [v for k, v in output.get("data", {}).items()
+                                                    if k.startswith("text/") and isinstance(v, str)]
+                for text in texts:
+                    text = "".join(text) if isinstance(text, list) else text
+                    found = absolute.search(text)
+                    assert found is None, f"{path.name}: an output shows the absolute path {found.group(0)!r}"

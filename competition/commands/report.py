@@ -14,15 +14,24 @@ the official score is (the mean of the collection means). The interval is the pe
 the draws: how far the score could move on another test set drawn like this one. It does not include
 retraining noise; compare two seeds' submissions with 'tpugraphs compare' for that.
 
+--grade places the score and its interval on the real competition's final leaderboard ('tpugraphs
+grade'; the private board unless --usage Public or --board says otherwise). Only a solution carved
+from real labelled graphs by 'tpugraphs prepare' (its private/split.json beside it) is graded: the
+embedded synthetic competition's scores, or a solution of unknown origin, are refused with the reason
+(exit 1) unless --force is given.
+
 JSON keys: score, ci_low, ci_high, confidence, draws, seed, usage, collections {C: {score, ci_low,
 ci_high, graphs, metric}}, tile_best_in_top5, per_graph [{id, collection, score, configs, usage}]
-(worst first).
+(worst first); with --grade also grade {rank, teams, percentile, medal, board, rank_range, ...,
+origin}.
 
-exit status: 0 reported, 1 invalid submission or unusable solution, 2 usage error
+exit status: 0 reported, 1 invalid submission, unusable solution or a synthetic solution to grade,
+2 usage error
 
 examples:
   tpugraphs report submission.csv --solution data/demo/private/solution.csv
   tpugraphs report submission.csv --solution data/demo/private/solution.csv --usage Private --json
+  tpugraphs report submission.csv --solution my_resplit/private/solution.csv --grade
 """
 
 
@@ -35,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--worst", type=common.non_negative_int, default=10, metavar="N",
                         help="list the N worst graphs in the table (default: 10; JSON lists all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--grade", action="store_true",
+                        help="also place the score on the real competition's final leaderboard (tpugraphs grade)")
+    parser.add_argument("--board", choices=("private", "public"), default=None,
+                        help="the leaderboard --grade uses (default: public for --usage Public, else private)")
+    parser.add_argument("--force", action="store_true",
+                        help="grade even a solution the kit takes for synthetic (not comparable; for research)")
     parser.set_defaults(handler=run)
 
 
@@ -45,10 +60,33 @@ def run(args: argparse.Namespace) -> int:
         from competition.stats import report
 
         common.check_files(args.submission, args.solution)
+        origin = _gradable_origin(args) if args.grade else None
         solution = common.load_solution_or_fail(args.solution)
         (scores,) = common.load_scores([args.submission], solution, args.usage)
         result = report(scores, draws=args.bootstrap, seed=args.seed, confidence=args.confidence)
-        print(json.dumps(result.to_json_dict()) if args.json else result.format(worst=args.worst))
+        if not args.grade:
+            print(json.dumps(result.to_json_dict()) if args.json else result.format(worst=args.worst))
+            return 0
+        from competition.data.grading import grade
+
+        board = args.board or ("public" if args.usage == "Public" else "private")
+        graded = grade(result.overall.estimate, board=board, interval=(result.overall.low, result.overall.high))
+        if args.json:
+            print(json.dumps({**result.to_json_dict(),
+                              "grade": {**graded.to_json_dict(), "origin": origin.kind, "forced": args.force}}))
+        else:
+            note = f"\n  note       {origin.reason}"
+            print(f"{result.format(worst=args.worst)}\n\n{graded.format()}{note}")
         return 0
 
     return common.run_guarded("report", body, as_json=args.json)
+
+
+def _gradable_origin(args: argparse.Namespace):
+    """The solution's origin; refused (exit 1) when its scores are not comparable and --force is absent."""
+    from competition.data.grading import solution_origin
+
+    origin = solution_origin(args.solution)
+    if not origin.comparable and not args.force:
+        raise common.InputRejected(f"--grade refused: {origin.reason} (--force grades it anyway)")
+    return origin

@@ -63,7 +63,7 @@ class GNNConfig:
     lr: float = setting(5e-3, "AdamW learning rate, cosine decay to lr / 10 over the planned steps (0: no "
                         "update, for tests)", low=0)
     weight_decay: float = setting(1e-4, "AdamW weight decay", low=0)
-    loss: str = setting("listmle", "ranking loss (train.py's docstring; tile:xla starts from hinge)", choices=LOSSES)
+    loss: str = setting("hinge", "ranking loss (train.py's docstring; docs/gnn.md says why hinge)", choices=LOSSES)
     margin: float = setting(0.1, "hinge margin, in score units", low=0)
     layout_epochs: int = setting(45, "passes over the training graphs", low=1)
     tile_epochs: int = setting(20, "passes over the training kernels (tile:xla)", low=1)
@@ -108,9 +108,8 @@ class GNNConfig:
         return asdict(self)
 
 
-# Where a collection's best settings differ from the class defaults: measured on the small embedded
-# competition (BENCHMARKS.md, "gnn: intermediate fusion, cross-config attention, loss"). ``GNNRanker``
-# starts each collection from ``GNNConfig.for_collection``; a ``--param`` always wins.
-COLLECTION_DEFAULTS: dict[str, dict[str, object]] = {
-    "tile:xla": {"loss": "hinge"},  # ListMLE lost 0.014 of tile score (0.982 vs 0.996)
-}
+# Where a collection's best settings differ from the class defaults, checked on the embedded competition
+# and on real graphs (docs/gnn.md, "How the defaults were chosen"). ``GNNRanker`` starts each collection
+# from ``GNNConfig.for_collection``; a ``--param`` always wins. Empty today: since the hinge became the
+# layout default (real data), every collection starts from the class defaults.
+COLLECTION_DEFAULTS: dict[str, dict[str, object]] = {}

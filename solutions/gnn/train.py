@@ -5,11 +5,10 @@ of the same graph whose runtimes differ, ``max(0, margin + s_faster - s_slower)`
 pairs; the closest smooth-ish surrogate of Kendall tau, which counts exactly these pairs, each with
 the same weight, and blind to the scale of the runtimes. Tied runtimes form no pair. ``ListMLE``
 (``listmle_loss``): the likelihood of the true order under a Plackett-Luce model, which weighs the
-top of the list more. With early fusion and no attention the two were within noise of each other on
-the small embedded competition; with cross-config attention ListMLE was ahead on the layout
-collections (+0.18 summed test tau over the four; the validation splits, 7-8 graphs each, did not
-separate them: BENCHMARKS.md), while on tile:xla it lost 0.014 of tile score,
-so layout collections start from ListMLE and tile:xla from the hinge (``COLLECTION_DEFAULTS``).
+top of the list more. The hinge is the default for every
+collection: on real graphs, trained within each graph, it ranked better than ListMLE with the same
+model (BENCHMARKS.md, "Real data"), on tile:xla ListMLE lost 0.014 of tile score, and on the
+embedded competition the two were within noise on the validation splits.
 
 **Steps.** Layout: one graph per step, ``configs_per_graph`` of its (distinct) configs sampled
 without replacement and scored in one batched pass. Tile: ``tile_graphs_per_step`` kernels per step

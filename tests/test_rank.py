@@ -1,0 +1,280 @@
+"""``tpugraphs rank``: a saved model ranks the layout configs of one's own program, as ``solve`` would."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from competition.cli import main
+from competition.data.graphs import load_graph, save_graph
+from competition.data.protos.featurize import featurize_file
+from competition.data.protos.wire import top_level_fields
+from solutions.ranking import layout_groups, read_program, sample_layout_configs
+from tests.real_protos import LAYOUT_PROTO, TILE_PROTO, needs_realdata
+from tests.test_featurize import module_tuning, run, small_module
+
+COLLECTION = "layout:xla:random"
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()  # what earlier commands printed is not this one's
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The tiny embedded competition and a gbdt model of layout:xla:random saved by ``tpugraphs solve``."""
+    from competition.data.synth import generate_competition
+
+    root = tmp_path_factory.mktemp("rank")
+    generate_competition(root / "comp", scale="tiny", seed=0)
+    code = main(["solve", "--method", "gbdt", "--collection", COLLECTION, "--data", str(root / "comp" / "public"),
+                 "--out", str(root / "sub.csv")])
+    assert code == 0
+    return root
+
+
+def strip_runs(data: bytes) -> bytes:
+    """The ModuleTuningData without its runs (field 3): the module and its configurable nodes only."""
+    kept = bytearray()
+    fields = top_level_fields(data)
+    for i, (number, _, _, offset) in enumerate(fields):
+        end = fields[i + 1][3] if i + 1 < len(fields) else len(data)
+        if number != 3:
+            kept += data[offset:end]
+    return bytes(kept)
+
+
+def solve_predict_only(root: Path, program: Path, tmp_path: Path, models: str = "sub.models") -> list[int]:
+    """What ``solve --predict-only`` writes for ``program`` as the one test graph of the collection."""
+    data = tmp_path / "data"
+    shutil.copytree(root / "comp" / "public", data)
+    test_dir = data / "npz_all" / "npz" / "layout" / "xla" / "random" / "test"
+    shutil.rmtree(test_dir)
+    test_dir.mkdir()
+    save_graph(load_graph(program) if program.suffix == ".npz" else featurize_file(program)[0][1],
+               test_dir / "program.npz")
+    out = tmp_path / "predicted.csv"
+    code = main(["solve", "--method", "gbdt", "--collection", COLLECTION, "--data", str(data), "--out", str(out),
+                 "--model-dir", str(root / models), "--predict-only"])
+    assert code == 0
+    with out.open(newline="") as f:
+        (row,) = [r for r in csv.DictReader(f) if r["ID"] == f"{COLLECTION}:program"]
+    return [int(i) for i in row["TopConfigs"].split(";")]
+
+
+def ranked(capsys, program: Path, root: Path, *extra: str, models: str = "sub.models") -> dict:
+    code, out, err = cli(capsys, "rank", str(program), "--model", str(root / models), "--top", "100000",
+                         "--json", *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@needs_realdata(LAYOUT_PROTO)
+def test_rank_of_the_real_proto_with_runs_stripped_equals_solve_predict_only(capsys, trained, tmp_path):
+    measured = tmp_path / "measured.npz"
+    save_graph(featurize_file(LAYOUT_PROTO)[0][1], measured)
+    stripped = tmp_path / "stripped.pb"
+    stripped.write_bytes(strip_runs(LAYOUT_PROTO.read_bytes()))
+    assert read_program(stripped).graph.num_configs == 0  # nothing measured is left in it
+
+    expected = solve_predict_only(trained, measured, tmp_path)
+    assert expected != list(range(112))  # the model does order them: the comparison is not vacuous
+    from_stripped = ranked(capsys, stripped, trained, "--configs", str(measured))
+    assert [t["candidate"] for t in from_stripped["top"]] == expected
+    assert from_stripped["candidates"] == 112 and from_stripped["model"]["method"] == "gbdt"
+    assert {"rank", "predicted_relative_runtime", "config"} <= set(from_stripped["top"][0])
+    assert [t["rank"] for t in from_stripped["top"]] == list(range(1, 113))
+    assert "most common setting" in from_stripped["reference"]  # a stripped proto has no default run
+
+    # The whole proto ranks its own measured configs the same way, against its default run.
+    whole = ranked(capsys, LAYOUT_PROTO, trained)
+    assert [t["candidate"] for t in whole["top"]] == expected
+    assert "default run" in whole["reference"]
+    default = read_program(LAYOUT_PROTO).default
+    for entry in whole["top"]:
+        same = np.array_equal(np.asarray(entry["config"], dtype=np.float32), default)
+        assert (entry["changes"] == []) == same
+
+
+@needs_realdata(LAYOUT_PROTO)
+def test_a_seed_ensemble_and_an_npz_program_rank_as_solve_does(capsys, trained, tmp_path):
+    """A --seeds run's models are blended as solve blends them; an npz program gives the same order."""
+    code = main(["solve", "--method", "gbdt", "--collection", COLLECTION, "--data",
+                 str(trained / "comp" / "public"), "--out", str(tmp_path / "ens.csv"), "--seeds", "0,1",
+                 "--model-dir", str(trained / "ens.models")])
+    assert code == 0
+    measured = tmp_path / "measured.npz"
+    save_graph(featurize_file(LAYOUT_PROTO)[0][1], measured)
+    expected = solve_predict_only(trained, measured, tmp_path, models="ens.models")
+    result = ranked(capsys, LAYOUT_PROTO, trained, models="ens.models")
+    assert result["model"]["models"] == 2 and result["top"][0]["predicted_score"] is None
+    assert [t["candidate"] for t in result["top"]] == expected
+    from_npz = ranked(capsys, measured, trained, models="ens.models")
+    assert [t["candidate"] for t in from_npz["top"]] == expected
+    assert "most common setting" in from_npz["reference"]
+
+
+@needs_realdata(LAYOUT_PROTO)
+def test_sampled_configs_keep_the_dataset_conventions(capsys, trained):
+    program = read_program(LAYOUT_PROTO)
+    measured = program.graph.node_config_feat
+    sampled = sample_layout_configs(measured, 300, seed=1)
+    assert len(sampled) == 300 and len(np.unique(sampled.reshape(300, -1), axis=0)) == 300
+    # Tied nodes stay tied, and a slot the program never sets is never set.
+    groups = layout_groups(measured)
+    for g in np.unique(groups):
+        nodes = np.flatnonzero(groups == g)
+        assert (sampled[:, nodes] == sampled[:, nodes[:1]]).all()
+    never_set = (measured == -1).all(axis=0)
+    assert (sampled[:, never_set] == -1).all()
+    assert np.array_equal(sample_layout_configs(measured, 300, seed=1), sampled)  # seeded
+    result = ranked(capsys, LAYOUT_PROTO, trained, "--sample", "300", "--seed", "1")
+    assert result["candidates"] == 300 and result["candidate_source"] == "sampled, seed 1"
+
+
+def test_a_hand_written_module_is_ranked_against_its_default(capsys, trained, tmp_path):
+    """The small module of the featurizer's tests: one configurable convolution (node 4), three runs."""
+    layouts = [[[1, 0], [1, 0], [0, 1]], [[0, 1], [1, 0], [0, 1]], [[1, 0], [0, 1], [1, 0]]]
+    runs = [run(layout=[layouts[0]], default=True, runtime=600), run(layout=[layouts[1]], runtime=500),
+            run(layout=[layouts[2]], runtime=700)]
+    path = tmp_path / "hand.pb"
+    path.write_bytes(module_tuning(small_module(), runs, config_ids=[4]))
+    result = ranked(capsys, path, trained)
+    assert result["candidates"] == 3 and sorted(t["candidate"] for t in result["top"]) == [0, 1, 2]
+    changes = {t["candidate"]: t["changes"] for t in result["top"]}
+    assert changes[0] == []
+    assert changes[1] == [{"node": 4, "opcode": "convolution", "tensor": "output", "from": [1, 0], "to": [0, 1]}]
+    assert [c["tensor"] for c in changes[2]] == ["input", "kernel"]
+    # Sampling: each tensor's observed settings and their minor-most swaps, one node: at most 8 configs.
+    sampled = ranked(capsys, path, trained, "--sample", "50")
+    assert 3 <= sampled["candidates"] <= 8
+    code, out, _ = cli(capsys, "rank", str(path), "--model", str(trained / "sub.models"), "--top", "2")
+    assert code == 0 and "node 4 (convolution) output [1, 0]->[0, 1]" in out and "changes are against" in out
+
+
+def _truncated(tmp_path: Path) -> Path:
+    path = tmp_path / "truncated.pb"
+    path.write_bytes(LAYOUT_PROTO.read_bytes()[:5000]) if LAYOUT_PROTO.is_file() else path.write_bytes(b"\x0a\x50ab")
+    return path
+
+
+BAD_PROGRAMS = [
+    ("text", lambda p: _write(p, "notes.pb", b"hello world\n"), "corrupt or truncated proto"),
+    ("empty", lambda p: _write(p, "empty.pb", b""), "empty file"),
+    ("truncated", _truncated, "truncated"),
+    ("plain HLO module", lambda p: _write(p, "module.pb", small_module()), "rank takes a ModuleTuningData"),
+    ("no configurable nodes", lambda p: _write(p, "none.pb", module_tuning(small_module(), [run(layout=[[]])])),
+     "no configurable nodes"),
+    ("missing", lambda p: p / "absent.pb", "no such file"),
+    ("npz of another format", lambda p: _npz(p), "not a graph of the released format"),
+]
+
+
+def _write(folder: Path, name: str, data: bytes) -> Path:
+    path = folder / name
+    path.write_bytes(data)
+    return path
+
+
+def _npz(folder: Path) -> Path:
+    path = folder / "other.npz"
+    np.savez(path, x=np.zeros(3))
+    return path
+
+
+@pytest.mark.parametrize(("name", "make", "message"), BAD_PROGRAMS, ids=[b[0] for b in BAD_PROGRAMS])
+def test_malformed_or_foreign_programs_get_one_line_errors(capsys, trained, tmp_path, name, make, message):
+    path = make(tmp_path)
+    code, out, err = cli(capsys, "rank", str(path), "--model", str(trained / "sub.models"))
+    assert code == 1 and out == ""
+    assert message in err and str(path.name) in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_with_json_a_refused_program_is_one_json_document_too(capsys, trained, tmp_path):
+    path = _write(tmp_path, "notes.pb", b"hello world\n")
+    code, out, err = cli(capsys, "rank", str(path), "--model", str(trained / "sub.models"), "--json")
+    document = json.loads(out)
+    assert code == 1 and "corrupt or truncated proto" in err
+    assert "notes.pb" in json.dumps(document)
+
+
+@needs_realdata(TILE_PROTO)
+def test_a_tile_proto_is_refused(capsys, trained):
+    code, _, err = cli(capsys, "rank", str(TILE_PROTO), "--model", str(trained / "sub.models"))
+    assert code == 1 and "tile kernels are not supported" in err
+
+
+def test_bad_candidates_and_models_are_named(capsys, trained, tmp_path):
+    program = tmp_path / "hand.pb"
+    program.write_bytes(module_tuning(small_module(), [run(layout=[[[1, 0]]], default=True)], config_ids=[4]))
+    model = str(trained / "sub.models")
+    wrong_shape = tmp_path / "wrong.npy"
+    np.save(wrong_shape, np.zeros((2, 3, 18), dtype=np.float32))
+    bad_value = tmp_path / "bad.npy"
+    np.save(bad_value, np.full((2, 1, 18), 7, dtype=np.float32))
+    cases = [
+        (["--configs", str(wrong_shape)], 1, "expected (configs, 1, 18)"),
+        (["--configs", str(bad_value)], 1, "config 0, node 0, column 0 holds 7"),
+        (["--configs", str(tmp_path / "absent.npy")], 1, "no such file"),
+        (["--sample", "0"], 2, "expected a positive integer"),
+        (["--collection", "tile:xla"], 2, "rank takes a layout collection"),
+        (["--collection", "layout:nlp:random"], 2, "layout:nlp:random: no model in this folder"),
+    ]
+    for extra, status, message in cases:
+        code, _, err = cli(capsys, "rank", str(program), "--model", model, *extra)
+        assert code == status and message in err, (extra, err)
+    code, _, err = cli(capsys, "rank", str(program), "--model", str(tmp_path))
+    assert code == 2 and "no saved models here" in err
+    stripped = tmp_path / "stripped.pb"
+    stripped.write_bytes(module_tuning(small_module(), [], config_ids=[4]))
+    code, _, err = cli(capsys, "rank", str(stripped), "--model", model, "--sample", "5")
+    assert code == 1 and "give --configs FILE" in err
+    code, _, err = cli(capsys, "rank", str(stripped), "--model", model)
+    assert code == 2 and "no measured configs to rank" in err
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), nodes=st.integers(1, 6), measured=st.integers(1, 8), count=st.integers(1, 40))
+def test_sampling_keeps_groups_tied_and_unset_slots_unset(seed, nodes, measured, count):
+    """On random measured configs with two tied nodes: tied stays tied, a slot never set stays unset,
+    every sampled config is distinct, and each node's setting comes from its menu."""
+    rng = np.random.default_rng(seed)
+    configs = np.full((measured, nodes + 1, 18), -1, dtype=np.float32)
+    for t in range(3):
+        if rng.random() < 0.7:  # some tensors are never set, as in the dataset
+            configs[:, :nodes, t * 6:t * 6 + 2] = rng.integers(0, 4, size=(measured, nodes, 2))
+    configs[:, nodes] = configs[:, 0]  # node `nodes` is tied to node 0
+    sampled = sample_layout_configs(configs, count, seed=seed)
+    assert 1 <= len(sampled) <= count
+    assert len(np.unique(sampled.reshape(len(sampled), -1), axis=0)) == len(sampled)
+    assert (sampled[:, nodes] == sampled[:, 0]).all()
+    assert (sampled[:, (configs == -1).all(axis=0)] == -1).all()
+    for j in range(nodes):
+        seen = {tuple(s) for s in configs[:, j]}
+        assert all(tuple(s) in seen or _swapped_per_tensor(s, configs[:, j]) for s in sampled[:, j])
+
+
+def _swapped_per_tensor(setting: np.ndarray, seen: np.ndarray) -> bool:
+    """Whether ``setting`` is a seen setting with the two minor-most dims of each set tensor swapped."""
+    for s in seen:
+        moved = s.copy()
+        for t in range(3):
+            if moved[t * 6] >= 0 and moved[t * 6 + 1] >= 0:
+                moved[t * 6], moved[t * 6 + 1] = moved[t * 6 + 1], moved[t * 6]
+        if np.array_equal(moved, setting):
+            return True
+    return False
