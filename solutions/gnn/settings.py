@@ -9,9 +9,8 @@ The defaults fit the ``make demo`` budget (2 CPU cores, ~4 min for all five coll
 embedded competition); raise ``*_epochs`` and ``hidden`` for real data.
 
 ``num_threads`` is 1 by default: the tensors of a pruned graph are small, and torch's thread pool
-then costs more than it gives: a second thread on a 2-core machine gave the same wall time for twice
-the CPU (BENCHMARKS.md, "The gnn's CPU threads"). One thread also makes a CPU fit reproducible
-whatever the machine's core count.
+then costs more than it gives; on a shared 2-core machine two threads made a training epoch ~10x
+slower than one. One thread also makes a CPU fit reproducible whatever the machine's core count.
 Use ``none`` (torch's default) or more threads for unpruned or real-size graphs.
 
 ``pruning`` is the one holder of how layout graphs are pruned (``solutions.pruning``: ``none``,
