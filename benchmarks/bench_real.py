@@ -38,11 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from competition.collections import COLLECTION_BY_NAME, Collection
-from competition.data.graphs import Graph, LayoutGraph, TileGraph, load_graph, save_graph
+from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, SPLITS, Collection
+from competition.data.graphs import Graph, load_graph, save_graph
+from competition.data.locate import embedded_competition
 from competition.data.protos.featurize import featurize_file
 from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
-from competition.metrics import tile_slowdown_score
+from competition.data.tree import split_dir
 from competition.stats import intervals, layout_taus, tau_interval
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
@@ -56,8 +57,7 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
 }
 DRAWS = 2000
 SPLIT = (0.6, 0.2, 0.2)  # within-graph: train / valid / test shares of a graph's configs
-MIN_WITHIN_CONFIGS = 50
-TILE_TOP = 5  # the tile metric's k: a kernel with k configs or fewer scores 1 whatever the ranking  # fewer configs give a test part too small to rank
+MIN_WITHIN_CONFIGS = 50  # fewer configs give a test part too small to rank
 
 
 @dataclass
@@ -75,31 +75,23 @@ class RealGraph:
         return sum(g.num_configs for g in self.graphs)
 
 
-def _collection_of(path: Path, root: Path) -> Collection | None:
-    parts = path.relative_to(root).parts
-    for collection in COLLECTION_BY_NAME.values():
-        sub = tuple(collection.npz_subdir.split("/"))
-        for k in range(len(parts) - len(sub)):
-            if parts[k:k + len(sub)] == sub:
-                return collection
-    return None
-
-
 def _signal(graph: Graph) -> str | None:
+    """Why ``graph`` has nothing to rank (None when it has)."""
     runtime = graph.config_runtime
     if graph.num_configs < 2:
         return "fewer than 2 configs"
     if np.all(runtime == runtime[0]):
         return "all runtimes equal"
-    if isinstance(graph, LayoutGraph):
-        feat = graph.node_config_feat.reshape(graph.num_configs, -1)
-        if np.all(feat == feat[0]):
-            spread = float(runtime.max() / runtime.min() - 1) * 100
-            return f"every config has the same settings (runtimes differ by {spread:.3f} %: measurement noise)"
-    else:
-        if np.all(graph.config_feat == graph.config_feat[0]):
-            return "every config has the same tile sizes"
+    configs = graph.configs.reshape(graph.num_configs, -1)
+    if np.all(configs == configs[0]):
+        spread = float(runtime.max() / runtime.min() - 1) * 100
+        return f"every config has the same settings (runtimes differ by {spread:.3f} %: measurement noise)"
     return None
+
+
+def _always_best(graph: Graph) -> bool:
+    """Whether any row of the task lists the best config of ``graph`` (a tile kernel of k configs or fewer)."""
+    return graph.num_configs < graph.task.informative_configs
 
 
 def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[list[RealGraph], list[str]]:
@@ -107,27 +99,24 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
     found: list[RealGraph] = []
     notes: list[str] = []
     if kaggle_tree is not None and kaggle_tree.is_dir():
-        tiles: list[Graph] = []
-        for path in sorted(kaggle_tree.rglob("*.npz")):
-            collection = _collection_of(path, kaggle_tree)
-            if collection is None:
-                continue
-            graph = load_graph(path, collection.task.name)
-            if not np.any(graph.config_runtime > 0):
-                continue  # a test graph: runtimes are hidden
-            if isinstance(graph, TileGraph):
-                if graph.num_configs > TILE_TOP:
-                    tiles.append(graph)
-                else:
-                    notes.append(f"left out: tile kernel {path.stem}: {graph.num_configs} configs, so any top "
-                                 f"{TILE_TOP} holds the best (score 1 whatever the method)")
-                continue
-            split = path.parent.name
-            name = f"{collection.name}:{split}/{path.stem}"
-            found.append(RealGraph(name, collection, [graph], "kaggle", _signal(graph)))
-        if tiles:
-            found.append(RealGraph(f"tile:xla:kaggle ({len(tiles)} kernels)", COLLECTION_BY_NAME["tile:xla"],
-                                   tiles, "kaggle"))
+        kernels: list[Graph] = []
+        for collection in COLLECTIONS:
+            for split in SPLITS:
+                for path in sorted(split_dir(kaggle_tree, collection, split).glob("*.npz")):
+                    graph = load_graph(path, collection.task.name)
+                    if not np.any(graph.config_runtime > 0):
+                        continue  # a test graph: runtimes are hidden
+                    if collection.task.name == "layout":
+                        found.append(RealGraph(f"{collection.name}:{split}/{path.stem}", collection, [graph],
+                                               "kaggle", _signal(graph)))
+                    elif _always_best(graph):
+                        notes.append(f"left out: tile kernel {path.stem}: {graph.num_configs} configs, so any "
+                                     f"row holds the best (score 1 whatever the method)")
+                    else:
+                        kernels.append(graph)
+        if kernels:
+            found.append(RealGraph(f"tile:xla:kaggle ({len(kernels)} kernels)", COLLECTION_BY_NAME["tile:xla"],
+                                   kernels, "kaggle"))
     elif kaggle_tree is not None:
         notes.append(f"no real Kaggle tree at {kaggle_tree} (it is not redistributed); only the shipped protos")
     if protos:
@@ -135,7 +124,7 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
         # The proto's runs come from a search around the compiled default: a default-search graph.
         found.append(RealGraph(f"layout:xla:default:proto/{stem}", COLLECTION_BY_NAME["layout:xla:default"],
                                [layout], "proto", _signal(layout)))
-        kernels = [g for _, g in featurize_file(TILE_PROTO) if g.num_configs > TILE_TOP]
+        kernels = [g for _, g in featurize_file(TILE_PROTO) if not _always_best(g)]
         found.append(RealGraph(f"tile:xla:proto ({len(kernels)} kernels)", COLLECTION_BY_NAME["tile:xla"],
                                kernels, "proto"))
     return found, notes
@@ -144,14 +133,11 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
 # -- scoring ---------------------------------------------------------------------------------------
 
 
-def tile_scores(predictions: Sequence[np.ndarray], kernels: Sequence[TileGraph]) -> np.ndarray:
-    """The official tile score of each kernel, from its predictions."""
-    out = []
-    for predicted, kernel in zip(predictions, kernels, strict=True):
-        top = np.argsort(predicted, kind="stable")[:TILE_TOP]
-        out.append(tile_slowdown_score(top, kernel.config_runtime.astype(np.float64),
-                                       kernel.config_runtime_normalizers.astype(np.float64)))
-    return np.asarray(out)
+def graph_scores(predictions: Sequence[np.ndarray], graphs: Sequence[Graph]) -> np.ndarray:
+    """The official score of each graph, from the row its predictions make (as a submission would)."""
+    return np.asarray([graph.task.score_graph(graph.task.row_from_predictions(predicted),
+                                              graph.config_runtime.astype(np.float64), graph.normalizers)
+                       for predicted, graph in zip(predictions, graphs, strict=True)])
 
 
 # -- the two protocols ------------------------------------------------------------------------------
@@ -203,7 +189,7 @@ def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]],
         cell.runs = [round(float(t), 4) for t in taus]
         ci = tau_interval(preds, runtimes, draws=DRAWS, seed=seed)
     else:
-        per_run = [tile_scores(p, t) for p, t in zip(predictions, truths, strict=True)]
+        per_run = [graph_scores(p, t) for p, t in zip(predictions, truths, strict=True)]
         cell.runs = [round(float(s.mean()), 4) for s in per_run]
         # Kernels resampled (each kernel's score averaged over runs), as `tpugraphs report` over graphs.
         pooled = np.mean(np.stack(per_run), axis=0)
@@ -247,17 +233,6 @@ def split_configs(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndar
     return np.sort(order[:a]), np.sort(order[a:b]), np.sort(order[b:])
 
 
-def select(graph: Graph, configs: np.ndarray) -> Graph:
-    """The same graph keeping only ``configs``."""
-    if isinstance(graph, TileGraph):
-        return TileGraph(node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
-                         config_runtime=graph.config_runtime[configs], config_feat=graph.config_feat[configs],
-                         config_runtime_normalizers=graph.config_runtime_normalizers[configs])
-    return LayoutGraph(node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
-                       config_runtime=graph.config_runtime[configs], node_config_feat=graph.node_config_feat[configs],
-                       node_config_ids=graph.node_config_ids, node_splits=graph.node_splits)
-
-
 def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Graph]] | None:
     """A Kaggle-layout tree holding ``real``'s configs split train / valid / test; the test parts.
 
@@ -265,19 +240,19 @@ def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Grap
     left to test.
     """
     rng = np.random.default_rng([draw, len(real.name)])
-    folder = root / real.collection.npz_subdir
     tests: list[Graph] = []
     for k, graph in enumerate(real.graphs):
         if real.collection.task.name == "tile" and graph.num_configs < 10:
-            save_graph(graph, folder / "train" / f"k{k}.npz", compressed=False)
+            save_graph(graph, split_dir(root, real.collection, "train") / f"k{k}.npz", compressed=False)
             continue
         train, valid, test = split_configs(graph.num_configs, rng)
         for split, configs in (("train", train), ("valid", valid), ("test", test)):
-            save_graph(select(graph, configs), folder / split / f"k{k}.npz", compressed=False)
-        tests.append(select(graph, test))
+            save_graph(graph.select_configs(configs), split_dir(root, real.collection, split) / f"k{k}.npz",
+                       compressed=False)
+        tests.append(graph.select_configs(test))
     if not tests:
         return None
-    (folder / "valid").mkdir(parents=True, exist_ok=True)
+    split_dir(root, real.collection, "valid").mkdir(parents=True, exist_ok=True)
     return root, tests
 
 
@@ -341,18 +316,6 @@ def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
     return "\n".join(lines)
 
 
-def build_small(seed: int, root: Path, say=print) -> Path:
-    """The embedded ``small`` competition of ``seed`` under ``root`` (reused when already built)."""
-    from competition.data.synth import generate_competition
-
-    out = root / f"small-seed{seed}"
-    public = out / "public"
-    if not (public / "sample_submission.csv").is_file():
-        say(f"building the embedded small competition, seed {seed}, in {out}")
-        generate_competition(out, scale="small", seed=seed, overwrite=True)
-    return public
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_real", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -411,17 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     cells: list[Cell] = []
     if "transfer" in protocols:
-        synth_dirs = {}
-        for s in (int(x) for x in args.synth_seeds.split(",") if x):
-            if args.scale == "small":
-                synth_dirs[s] = build_small(s, args.synth_root)
-            else:
-                from competition.data.synth import generate_competition
-
-                out = args.synth_root / f"{args.scale}-seed{s}"
-                if not (out / "public" / "sample_submission.csv").is_file():
-                    generate_competition(out, scale=args.scale, seed=s, overwrite=True)
-                synth_dirs[s] = out / "public"
+        # Built once under --synth-root (ROOT/<scale>-seed<seed>), rebuilt when the generator changed.
+        synth_dirs = {seed: embedded_competition(scale=args.scale, seed=seed, root=args.synth_root) / "public"
+                      for seed in (int(x) for x in args.synth_seeds.split(",") if x)}
         cells += run_transfer(ranked, methods, synth_dirs, seeds, time_budget_s=args.time_budget)
     if "within" in protocols:
         cells += run_within(ranked, methods, seeds, args.draws, time_budget_s=args.time_budget)
