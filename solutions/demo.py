@@ -91,30 +91,28 @@ REAL_COLLECTION = "layout:xla:default"  # the shipped real layout graph comes fr
 def real_data_line(model_dirs: dict[str, Path]) -> str:
     """How the demo's models rank the real layout graph the kit ships, with a 95 % interval over its configs.
 
-    ``model_dirs``: method -> the folder ``solve`` saved its models in. One graph of one program whose
+    ``model_dirs``: method -> the folder ``solve`` saved its models in. The ranking is ``tpugraphs rank``'s
+    (``solutions.ranking``: the saved model, or a seed ensemble's blend). One graph of one program whose
     112 measured configs lie within 1.6 % of each other: the line says so.
     """
-    from competition.collections import COLLECTION_BY_NAME
-    from competition.data.protos.featurize import featurize_file
     from competition.data.realdata import LAYOUT_PROTO
     from competition.stats import tau_interval
-    from solutions.method import get_method
-    from solutions.model_store import check_saved_run
+    from solutions.ranking import RankError, rank_program, read_program
 
-    collection = COLLECTION_BY_NAME[REAL_COLLECTION]
-    [(_, graph)] = featurize_file(LAYOUT_PROTO)
+    program = read_program(LAYOUT_PROTO)
+    runtimes = program.graph.config_runtime.astype(np.float64)
     cells = []
     for method, model_dir in model_dirs.items():
         try:
-            path = check_saved_run(model_dir, method, [collection.name])[collection.name]
-            model = get_method(method).load_class().load(path)
-        except (OSError, ValueError) as exc:
-            cells.append(f"{method} (no saved {collection.name} model: {exc})")
+            order = rank_program(program, model_dir, collection=REAL_COLLECTION).order
+        except RankError as exc:
+            cells.append(f"{method} (no saved {REAL_COLLECTION} model: {exc})")
             continue
-        ci = tau_interval([np.asarray(model.predict(collection, graph), dtype=np.float64)],
-                          [graph.config_runtime.astype(np.float64)])
+        position = np.empty(len(order))
+        position[order] = np.arange(len(order))  # rank 0 = predicted fastest
+        ci = tau_interval([position], [runtimes])
         cells.append(f"{method} {ci.estimate:+.2f} [{ci.low:+.2f}, {ci.high:+.2f}]")
-    return (f"== real data, one graph: the {collection.name} models rank the {graph.num_configs} measured configs "
+    return (f"== real data, one graph: the {REAL_COLLECTION} models rank the {len(runtimes)} measured configs "
             f"of a real 3D U-Net (shipped with the kit; runtimes within 1.6 % of each other), Kendall tau with "
             f"its 95 % interval over those configs:\n   " + "; ".join(cells) + "\n"
             "   One graph is weak evidence, and the embedded competition does not yet teach what real runtimes "
