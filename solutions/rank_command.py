@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from competition.commands._statistics import positive_int
+
 HELP = "rank the layout configurations of your own XLA program with a model saved by 'tpugraphs solve'"
 EPILOG = """\
 PROGRAM is a ModuleTuningData proto (the HLO module with the nodes the TPU compiler lets you configure,
@@ -36,16 +38,6 @@ examples:
 """
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("rank", help=HELP, description=HELP + ".", epilog=EPILOG,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -56,10 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="whose saved model ranks the configs (default: layout:xla:random)")
     candidates = parser.add_mutually_exclusive_group()
     candidates.add_argument("--configs", metavar="FILE", help="candidate configs: a layout .npz or a .npy")
-    candidates.add_argument("--sample", type=_positive, metavar="N",
+    candidates.add_argument("--sample", type=positive_int, metavar="N",
                             help="sample N distinct configs as the dataset's random search does")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of --sample (default: 0)")
-    parser.add_argument("--top", type=_positive, default=10, metavar="K", help="list the K best (default: 10)")
+    parser.add_argument("--top", type=positive_int, default=10, metavar="K", help="list the K best (default: 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(handler=run)
 
