@@ -14,11 +14,11 @@ It predicts a cost in "elements touched" (lower = faster) from two facts about T
 
 The rules (the numbers are priors, not fitted):
 
-- **tile** (``solutions.features.engineered.tile_geometry``): cost = (elements computed, padding of ragged
+- **tile** (``solutions.features.tile.tile_geometry``): cost = (elements computed, padding of ragged
   last tiles and the (8, 128) padding of the tile included + 65,536 element-operations per grid step)
   x max(1, working-set bytes / 16 MiB). Large tiles that divide the output shape win; tiles so large
   that they do not fit on chip lose.
-- **layout** (``solutions.features.engineered.layout_geometry``): cost = sum over the configurable nodes'
+- **layout** (``solutions.features.layout_geometry``): cost = sum over the configurable nodes'
   output / input / kernel tensors of their padded size in the chosen layout, x3 for each tensor whose
   chosen layout disagrees with what its neighbour provides: a configurable producer's chosen output
   layout, else the layout recorded in ``node_feat`` (for outputs: only when some consumer is not
@@ -39,7 +39,9 @@ import numpy as np
 
 from competition.collections import Collection
 from competition.data.graphs import Graph, TileGraph
-from solutions.features.engineered import config_chunks, layout_context, layout_geometry, tile_geometry
+from solutions.features.layout_geometry import layout_context, layout_geometry
+from solutions.features.shapes import config_chunks
+from solutions.features.tile import tile_geometry
 from solutions.method import FitOptions, SplitSource
 
 HEURISTIC_FILE = "heuristic.json"

@@ -23,18 +23,11 @@ from competition.predictions import ranking_from_predictions
 from competition.tasks import LAYOUT as LAYOUT_TASK
 from competition.tasks import TILE as TILE_TASK
 from solutions.baselines import RandomMethod
-from solutions.features.engineered import (
-    WINNER_FEATURE_NAMES,
-    FeatureSettings,
-    config_features,
-    feature_names,
-    graph_feature_names,
-    layout_context,
-    layout_feature_names,
-    layout_features,
-    tied_groups,
-    tile_feature_names,
-)
+from solutions.features.engineered import FeatureSettings, config_features, feature_names
+from solutions.features.graph_facts import graph_feature_names
+from solutions.features.layout import WINNER_FEATURE_NAMES, layout_feature_names, layout_features
+from solutions.features.layout_geometry import layout_context, tied_groups
+from solutions.features.tile import tile_feature_names
 from solutions.gbdt import GBDTRanker, GBDTSettings, pairwise
 from solutions.gbdt.model import (
     _best_round,
@@ -156,14 +149,14 @@ def test_layout_features_of_a_cached_graph_read_in_chunks_equal_the_loaded_ones(
     the released float32 graph with its configs selected first (the obvious way)."""
     from competition.data.graphs import save_graph
     from competition.data.processed_cache import build_cache
-    from solutions.features import engineered as features_module
-    from solutions.features.engineered import layout_context, layout_features, select_configs
+    from solutions.features import shapes
+    from solutions.features.engineered import select_configs
 
     graph = make_layout_graph(np.random.default_rng(4), 40)
     save_graph(graph, tmp_path / "g.npz")
     view = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
     configs = np.array([39, 3, 3, 0, 17, 25, 8])  # any order, repeats allowed
-    monkeypatch.setattr(features_module, "CHUNK_VALUES", 1)  # one config per chunk
+    monkeypatch.setattr(shapes, "CHUNK_VALUES", 1)  # one config per chunk
     want = layout_features(select_configs(graph, configs), layout_context(graph))
     np.testing.assert_array_equal(layout_features(view, configs=configs), want)
     settings = FeatureSettings(task="layout")

@@ -147,7 +147,7 @@ def test_fit_save_load_predict(tiny_competition, tmp_path, params):
 def test_tile_geometry_columns_follow_the_deduplicated_configs():
     from test_gnn import tile_graph
 
-    from solutions.features.engineered import tile_features
+    from solutions.features.tile import tile_features
     from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, tile_config_tensor, tile_example
 
     graph = tile_graph(num_configs=9)

@@ -63,10 +63,7 @@ def scale_node_features(node_feat: np.ndarray) -> np.ndarray:
 
     Shapes: (n, 140) float32 -> (n, 140) float32.
     """
-    node_feat = np.asarray(node_feat)
-    if node_feat.ndim != 2 or node_feat.shape[1] != NODE_FEAT_DIM:
-        raise ValueError(f"node_feat has shape {node_feat.shape}; expected (n, {NODE_FEAT_DIM})")
-    return signed_log1p(node_feat)
+    return _scale_columns(node_feat, "node_feat", "n", NODE_FEAT_DIM)
 
 
 def scale_tile_config_features(config_feat: np.ndarray) -> np.ndarray:
@@ -74,7 +71,12 @@ def scale_tile_config_features(config_feat: np.ndarray) -> np.ndarray:
 
     Shapes: (c, 24) float32 -> (c, 24) float32.
     """
-    config_feat = np.asarray(config_feat)
-    if config_feat.ndim != 2 or config_feat.shape[1] != TILE_CONFIG_DIM:
-        raise ValueError(f"config_feat has shape {config_feat.shape}; expected (c, {TILE_CONFIG_DIM})")
-    return signed_log1p(config_feat)
+    return _scale_columns(config_feat, "config_feat", "c", TILE_CONFIG_DIM)
+
+
+def _scale_columns(values: np.ndarray, name: str, rows: str, columns: int) -> np.ndarray:
+    """``signed_log1p`` of a (rows, columns) array; ValueError naming ``name`` for any other shape."""
+    values = np.asarray(values)
+    if values.ndim != 2 or values.shape[1] != columns:
+        raise ValueError(f"{name} has shape {values.shape}; expected ({rows}, {columns})")
+    return signed_log1p(values)

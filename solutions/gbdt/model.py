@@ -41,8 +41,8 @@ One model per collection; the graphs of a collection are the queries, their conf
   graphs (mean official score per round over the held-out folds) and the model is refitted on all
   of them. ``summary()["selection"]`` records which, and ``tpugraphs solve`` prints it.
 - **Options measured, off by default**: ``collapse_tied_nodes`` (one representative per tied
-  layout group, ``engineered.tied_groups``) and ``winner_features`` (the 11th place's features,
-  ``engineered.WINNER_FEATURE_NAMES``); BENCHMARKS.md has their effect on the small competition.
+  layout group, ``solutions.features.layout_geometry.tied_groups``) and ``winner_features`` (the 11th place's features,
+  ``solutions.features.layout.WINNER_FEATURE_NAMES``); BENCHMARKS.md has their effect on the small competition.
 - **Deterministic**: ``deterministic=True``, ``num_threads`` fixed (2), every seed derived from
   ``options.seed``: the same data and seed give the same model and predictions.
 - ``options.time_budget_s`` ends training early (keeping the best round so far). It prunes nothing
@@ -129,8 +129,8 @@ class GBDTSettings:
     num_threads: int = setting(2, "LightGBM threads (fixed, so a seed gives the same model on any machine)", low=1)
     center_per_graph: bool = setting(True, "also give each config feature minus its graph's mean")
     collapse_tied_nodes: bool = setting(False, "layout: one representative per tied node group "
-                                        "(engineered.tied_groups)")
-    winner_features: bool = setting(False, "layout: the 11th place's features (engineered.WINNER_FEATURE_NAMES)")
+                                        "(features.layout_geometry.tied_groups)")
+    winner_features: bool = setting(False, "layout: the 11th place's features (features.layout.WINNER_FEATURE_NAMES)")
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -48,8 +48,9 @@ from competition.data.graphs import LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph
 from competition.tasks import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
 from solutions.dedup import deduplicate_configs
-from solutions.features.engineered import tied_groups, tile_feature_names, tile_features
+from solutions.features.layout_geometry import tied_groups
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
+from solutions.features.tile import tile_feature_names, tile_features
 from solutions.pruning import GraphTransform, PruningStats, parse_pruning
 
 LAYOUT_DIGITS = 7  # a layout slot takes a value in -1..5, stored as the digit value + 1 in 0..6
@@ -439,7 +440,7 @@ TILE_GEOMETRY_COLUMNS = len(tile_feature_names()) - TILE_CONFIG_DIM  # engineere
 
 def tile_config_tensor(graph: TileGraph, *, geometry: bool) -> np.ndarray:
     """What the tile model reads per config: the scaled ``config_feat`` (c, 24), and with ``geometry``
-    the engineered tiling facts of ``solutions.features.engineered.tile_features`` after them (how the
+    the engineered tiling facts of ``solutions.features.tile.tile_features`` after them (how the
     tile divides the output, padding, tile count, working set against VMEM; signed-log scaled):
     -> (c, 24 [+ TILE_GEOMETRY_COLUMNS]) float32."""
     scaled = scale_tile_config_features(graph.config_feat)

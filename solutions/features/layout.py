@@ -1,0 +1,205 @@
+"""Layout config features (``node_config_feat``, (c, nc, 18)): per config, aggregates over the
+configurable nodes for each of the output / input / kernel layout vectors: how many nodes put each
+dimension minor-most, agreement with the layout the neighbours expect (a configurable producer's
+chosen output layout, otherwise the layout recorded in ``node_feat``), lane/sublane padding of the
+tensors, bytes that would need a relayout copy, the share of unset (-1) vectors; agreement with the
+graph's most common row per node; and the heuristic's cost estimate. ``WINNER_FEATURE_NAMES``: the
+11th place's features, optional."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from competition.data.compact import pack_layout_vector_codes
+from competition.data.graphs import LayoutGraph
+from solutions.features.layout_geometry import LayoutContext, layout_context, layout_geometry
+from solutions.features.shapes import (
+    CONFIGURABLE_KINDS,
+    LANES,
+    MAX_DIMS,
+    SUBLANES,
+    config_chunks,
+    crop_layout,
+    finite,
+    log_size,
+    pad_factor,
+)
+
+LAYOUT_VECTORS = ("output", "input", "kernel")
+
+
+def layout_feature_names() -> list[str]:
+    names = []
+    for vector in LAYOUT_VECTORS:
+        names += [f"{vector}_{name}" for name in (
+            "match_expected", "match_expected_weighted", "log_mismatch_elements", "minor_is_expected",
+            "descending", "unset", "log_padded_elements", "mean_log_padding", "mean_log_minor_size",
+            "mean_log_second_minor_size")]
+        names += [f"{vector}_minor_dim_{d}" for d in range(MAX_DIMS)]
+    for vector in LAYOUT_VECTORS[:2]:
+        for kind in CONFIGURABLE_KINDS:
+            names += [f"{vector}_{name}_{kind}" for name in (
+                "match_expected", "descending", "minor_is_expected", "log_padded_elements")]
+    names += ["configurable_link_agreement", "configurable_link_agreement_weighted", "plain_link_agreement",
+              "matches_mode", "matches_mode_weighted", "heuristic_log_cost"]
+    return names
+
+
+WINNER_FEATURE_NAMES = [
+    "configurable_link_mismatches", "plain_link_mismatches", "two_hop_mismatches", "two_hop_agreement",
+    "minor_multiple_of_128", "minor_multiple_of_8_only", "minor_unaligned", "second_minor_multiple_of_8",
+    "log_padding_sum", "log_config_repeats",
+]
+
+
+
+def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Mean over the node axis (1) of (c, nc) values with (nc,) or (c, nc) weights; 0 with no weight."""
+    total = np.broadcast_to(weights, values.shape).sum(axis=1)
+    return (values * weights).sum(axis=1) / np.where(total > 0, total, 1.0)
+
+
+def layout_features(graph: LayoutGraph, context: LayoutContext | None = None, *,
+                    configs: np.ndarray | None = None, collapse_tied_nodes: bool = False,
+                    winner_features: bool = False) -> np.ndarray:
+    """(c', len(layout_feature_names())) float64 per-config features of a layout graph.
+
+    ``configs``: (c',) indices of the configs to featurize, in that order (default: all c). Configs
+    are read and processed in chunks (``config_chunks``), so a 100k-config graph never builds its
+    full (c, nc, 3, 6) int64 intermediates at once, and a graph whose ``node_config_feat`` is memory-
+    mapped (``competition.data.processed_cache.CachedLayoutGraph``) is read a chunk at a time.
+
+    ``collapse_tied_nodes``: featurize one representative per tied group (``tied_groups``) only.
+    ``winner_features``: append the ``WINNER_FEATURE_NAMES`` columns.
+    """
+    context = context if context is not None else layout_context(graph)
+    feat = graph.node_config_feat
+    index = np.arange(feat.shape[0]) if configs is None else np.asarray(configs, dtype=np.int64)
+    width = len(layout_feature_names()) + (len(WINNER_FEATURE_NAMES) if winner_features else 0)
+    if index.shape[0] == 0:
+        return np.zeros((0, width))
+    nodes = None
+    if collapse_tied_nodes:
+        context, nodes = context.collapsed()
+    parts = []
+    for part in config_chunks(index.shape[0], context.num_configurable):
+        chunk = feat[index[part]]
+        chunk = chunk if nodes is None else chunk[:, nodes]
+        block = _layout_chunk_features(chunk, context)
+        if winner_features:
+            block = np.concatenate([block, _winner_features(chunk, context, index[part])], axis=1)
+        parts.append(block)
+    return finite(np.concatenate(parts, axis=0))
+
+
+def _layout_chunk_features(feat: np.ndarray, context: LayoutContext) -> np.ndarray:
+    c, nc = feat.shape[:2]
+    if nc == 0:
+        return np.zeros((c, len(layout_feature_names())))
+    geometry = layout_geometry(feat, context)
+    size_weight = np.log1p(context.tensor_elements)  # (nc, 3): big tensors count more, but not all
+    columns: list[np.ndarray] = []
+    by_kind = []
+    for vector in range(3):
+        active = geometry.active[:, :, vector].astype(np.float64)  # (c, nc)
+        weight = size_weight[:, vector] * active
+        chosen = geometry.layouts[:, :, vector]
+        match = (~geometry.mismatch[:, :, vector]).astype(np.float64)
+        elements = context.tensor_elements[:, vector]
+        rank = context.rank[:, vector]
+        descending = (chosen == crop_layout(rank[:, None] - 1 - np.arange(MAX_DIMS), rank)).all(axis=-1)
+        minor = chosen[..., 0]  # as given: -1 = unset
+        minor_expected = (minor != -1) & (minor == context.expected[:, vector, 0])
+        minor_size, second_size = geometry.minor_size[:, :, vector], geometry.second_size[:, :, vector]
+        padded = geometry.padded_elements[:, :, vector] * active
+        columns += [
+            _weighted_mean(match, active),
+            _weighted_mean(match, weight),
+            log_size((geometry.mismatch[:, :, vector] * elements).sum(axis=1)),
+            _weighted_mean(minor_expected.astype(np.float64), active),
+            _weighted_mean(descending.astype(np.float64), active),
+            _weighted_mean((minor == -1).astype(np.float64), active),
+            log_size(padded.sum(axis=1)),
+            _weighted_mean(np.log(pad_factor(minor_size, LANES) * pad_factor(second_size, SUBLANES)), active),
+            _weighted_mean(log_size(minor_size), active),
+            _weighted_mean(log_size(second_size), active),
+        ]
+        columns += [_weighted_mean((minor == d).astype(np.float64), active) for d in range(MAX_DIMS)]
+        if vector < 2:  # output and input, per kind of node: a layout costs a dot what it does not a reshape
+            by_kind.append((match, descending, minor_expected, padded, active))
+    for match, descending, minor_expected, padded, active in by_kind:
+        for k in range(len(CONFIGURABLE_KINDS)):
+            of_kind = active * (context.kind == k)
+            columns += [
+                _weighted_mean(match, of_kind),
+                _weighted_mean(descending.astype(np.float64), of_kind),
+                _weighted_mean(minor_expected.astype(np.float64), of_kind),
+                log_size((padded * of_kind).sum(axis=1)),
+            ]
+
+    # Producer -> consumer links: agreement of operand layouts with what their producer provides.
+    link_active = geometry.active[:, :, 1:] & (geometry.layouts[:, :, 1:, 0] != -1)
+    link_match = (~geometry.mismatch[:, :, 1:]).astype(np.float64)
+    configurable_link = link_active & (context.producer[None, :, 1:] >= 0)
+    plain_link = link_active & (context.producer[None, :, 1:] < 0)
+    link_weight = size_weight[None, :, 1:] * configurable_link
+    columns += [
+        _ratio((link_match * configurable_link).sum(axis=(1, 2)), configurable_link.sum(axis=(1, 2))),
+        _ratio((link_match * link_weight).sum(axis=(1, 2)), link_weight.sum(axis=(1, 2))),
+        _ratio((link_match * plain_link).sum(axis=(1, 2)), plain_link.sum(axis=(1, 2))),
+    ]
+    matches_mode = (pack_layout_vector_codes(feat) == context.mode_codes[None]).astype(np.float64)
+    columns += [
+        matches_mode.mean(axis=1),
+        _weighted_mean(matches_mode, size_weight[:, 0]),
+        log_size(geometry.cost()),
+    ]
+    return np.stack(columns, axis=1)
+
+
+def _winner_features(feat: np.ndarray, context: LayoutContext, configs: np.ndarray) -> np.ndarray:
+    """The ``WINNER_FEATURE_NAMES`` columns of a chunk of configs (c, nc, 18) (11th place's write-up)."""
+    c, nc = feat.shape[:2]
+    if nc == 0:
+        return np.zeros((c, len(WINNER_FEATURE_NAMES)))
+    geometry = layout_geometry(feat, context)
+    operands = geometry.active[:, :, 1:] & (geometry.layouts[:, :, 1:, 0] != -1)
+    mismatch = geometry.mismatch[:, :, 1:]
+    configurable = operands & (context.producer[None, :, 1:] >= 0)
+    plain = operands & (context.producer[None, :, 1:] < 0)
+    # Two hops: the operand's layout against the configurable node behind the plain one (a copy if they differ).
+    two_hop = np.zeros((c,)), np.zeros((c,))
+    links = context.two_hop[:, 1:] if context.two_hop is not None else np.full((nc, 2), -1)
+    rows, vectors = np.nonzero(links >= 0)
+    if rows.size:
+        source = geometry.layouts[:, links[rows, vectors], 0]  # (c, k, 6) the far node's chosen output
+        ranks = context.rank[rows, vectors + 1]
+        far = crop_layout(source, ranks)
+        near = geometry.layouts[:, rows, vectors + 1]
+        known = (far[..., 0] != -1) & (near[..., 0] != -1)
+        differ = known & (far != near).any(axis=-1)
+        two_hop = differ.sum(axis=1).astype(np.float64), _ratio((known & ~differ).sum(axis=1), known.sum(axis=1))
+    active = geometry.active
+    minor, second = geometry.minor_size, geometry.second_size
+    of_128 = active & (np.mod(minor, LANES) == 0)
+    of_8 = active & (np.mod(minor, SUBLANES) == 0) & ~of_128
+    count = np.maximum(active.sum(axis=(1, 2)), 1)
+    raw = np.broadcast_to(context.tensor_elements[None], geometry.padded_elements.shape)
+    repeats = context.config_repeats[configs] if context.config_repeats is not None else np.ones(c)
+    return np.stack([
+        (mismatch & configurable).sum(axis=(1, 2)).astype(np.float64),
+        (mismatch & plain).sum(axis=(1, 2)).astype(np.float64),
+        two_hop[0], two_hop[1],
+        of_128.sum(axis=(1, 2)) / count,
+        of_8.sum(axis=(1, 2)) / count,
+        (active & ~of_128 & ~of_8).sum(axis=(1, 2)) / count,
+        (active & (np.mod(second, SUBLANES) == 0)).sum(axis=(1, 2)) / count,
+        log_size(((geometry.padded_elements - raw) * active).sum(axis=(1, 2))),
+        np.log(np.maximum(repeats, 1)).astype(np.float64),
+    ], axis=1)
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    return numerator / np.where(denominator > 0, denominator, 1.0)
+
+
