@@ -29,14 +29,9 @@ from solutions.features.layout import WINNER_FEATURE_NAMES, layout_feature_names
 from solutions.features.layout_geometry import layout_context, tied_groups
 from solutions.features.tile import tile_feature_names
 from solutions.gbdt import GBDTRanker, GBDTSettings, pairwise
-from solutions.gbdt.model import (
-    _best_round,
-    _has_splittable_feature,
-    _official_metric,
-    _Queries,
-    relevance_labels,
-)
+from solutions.gbdt.boosting import best_round, has_splittable_feature, official_metric
 from solutions.gbdt.pairwise import PairwiseObjective, pairwise_gradients, pairwise_loss
+from solutions.gbdt.queries import Queries, relevance_labels
 from solutions.heuristics import HeuristicMethod
 from solutions.method import FitOptions, RankingMethod, SplitSource
 from solutions.runner import graph_score
@@ -241,16 +236,16 @@ def test_features_and_heuristic_are_finite_for_any_node_features(data):
 
 
 def test_best_round_ignores_rounds_before_the_minimum():
-    assert _best_round([0.9, 0.1, 0.3, 0.2], 2) == 3
-    assert _best_round([0.9, 0.1, 0.3, 0.2], 1) == 1
-    assert _best_round([0.5, 0.6], 10) == 2  # fewer rounds than the minimum: the last one
+    assert best_round([0.9, 0.1, 0.3, 0.2], 2) == 3
+    assert best_round([0.9, 0.1, 0.3, 0.2], 1) == 1
+    assert best_round([0.5, 0.6], 10) == 2  # fewer rounds than the minimum: the last one
 
 
 @pytest.mark.parametrize("collection", [TILE, LAYOUT], ids=lambda c: c.name)
-def test_early_stopping_metric_is_the_official_metric(collection: Collection):
+def test_early_stopping_metric_is_theofficial_metric(collection: Collection):
     """The vectorised feval agrees with the per-graph reference functions (ties included)."""
     rng = np.random.default_rng(6)
-    rows, scores, per_graph = _Queries(), [], []
+    rows, scores, per_graph = Queries(), [], []
     for n in (2, 7, 30, 1):
         runtime = rng.integers(1, 6, size=n) * 100  # many ties
         normalizer = rng.integers(90, 110, size=n) if collection.task.name == "tile" else np.ones(n, np.int64)
@@ -265,7 +260,7 @@ def test_early_stopping_metric_is_the_official_metric(collection: Collection):
             per_graph.append(tile_slowdown_score(order, runtime, normalizer))
         else:
             per_graph.append(kendall_tau_score(order, runtime))
-    name, value, higher_is_better = _official_metric(collection, rows)(np.concatenate(scores), None)
+    name, value, higher_is_better = official_metric(collection, rows)(np.concatenate(scores), None)
     assert higher_is_better and name == ("tile_slowdown" if collection.task.name == "tile" else "kendall_tau")
     assert value == pytest.approx(np.mean(per_graph))
 
@@ -678,5 +673,5 @@ def test_a_dataset_too_small_to_split_is_detected():
 
     rng = np.random.default_rng(5)
     few, many = rng.normal(size=(30, 3)), rng.normal(size=(200, 3))
-    assert not _has_splittable_feature(lgb.Dataset(few, label=np.zeros(30), params={"verbosity": -1}))
-    assert _has_splittable_feature(lgb.Dataset(many, label=np.zeros(200), params={"verbosity": -1}))
+    assert not has_splittable_feature(lgb.Dataset(few, label=np.zeros(30), params={"verbosity": -1}))
+    assert has_splittable_feature(lgb.Dataset(many, label=np.zeros(200), params={"verbosity": -1}))

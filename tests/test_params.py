@@ -26,7 +26,7 @@ def test_every_setting_is_listed_with_its_default_and_a_meaning(method):
 
 
 def test_the_listed_defaults_are_the_ones_a_method_uses():
-    from solutions.gbdt.model import GBDTSettings
+    from solutions.gbdt.settings import GBDTSettings
     from solutions.gnn.train import GNNConfig
 
     assert {p.name: p.default for p in describe(GNNConfig)} == dataclasses.asdict(GNNConfig())

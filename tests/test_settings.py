@@ -94,7 +94,7 @@ def test_every_listed_default_reads_back_as_itself(method):
 
 
 def test_the_schema_is_what_the_objects_check():
-    from solutions.gbdt.model import GBDTSettings
+    from solutions.gbdt.settings import GBDTSettings
     from solutions.gnn.settings import GNNConfig
 
     with pytest.raises(SettingError, match="setting hidden=0: too small"):

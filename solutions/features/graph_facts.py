@@ -42,7 +42,8 @@ def feature_kinds() -> tuple[str, ...]:
 
 def check_kind(task: str) -> None:
     if task not in _GRAPH_NAMES_OF_KIND:
-        raise ValueError(f"no engineered features for {task} graphs; they describe {', '.join(feature_kinds())}")
+        raise ValueError(f"no engineered features for {task} graphs; they describe "
+                         f"{', '.join(feature_kinds())}")
 
 
 def graph_feature_names(task: str) -> list[str]:

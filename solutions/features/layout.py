@@ -167,7 +167,8 @@ def _winner_features(feat: np.ndarray, context: LayoutContext, configs: np.ndarr
     mismatch = geometry.mismatch[:, :, 1:]
     configurable = operands & (context.producer[None, :, 1:] >= 0)
     plain = operands & (context.producer[None, :, 1:] < 0)
-    # Two hops: the operand's layout against the configurable node behind the plain one (a copy if they differ).
+    # Two hops: the operand's layout against the configurable node behind the plain one (a copy if they
+    # differ).
     two_hop = np.zeros((c,)), np.zeros((c,))
     links = context.two_hop[:, 1:] if context.two_hop is not None else np.full((nc, 2), -1)
     rows, vectors = np.nonzero(links >= 0)
@@ -178,7 +179,8 @@ def _winner_features(feat: np.ndarray, context: LayoutContext, configs: np.ndarr
         near = geometry.layouts[:, rows, vectors + 1]
         known = (far[..., 0] != -1) & (near[..., 0] != -1)
         differ = known & (far != near).any(axis=-1)
-        two_hop = differ.sum(axis=1).astype(np.float64), _ratio((known & ~differ).sum(axis=1), known.sum(axis=1))
+        agreement = _ratio((known & ~differ).sum(axis=1), known.sum(axis=1))
+        two_hop = differ.sum(axis=1).astype(np.float64), agreement
     active = geometry.active
     minor, second = geometry.minor_size, geometry.second_size
     of_128 = active & (np.mod(minor, LANES) == 0)

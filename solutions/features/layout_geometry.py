@@ -44,9 +44,11 @@ class LayoutContext:
     # (nc,) int64 configurable node whose settings each node's copy: itself, or the first node of its
     # tied group (identical 18-d row in every config of the graph)
     representative: np.ndarray | None = None
-    # (nc, 3) int64 configurable node reached through one non-configurable operand (a two-hop link), -1 if none
+    # (nc, 3) int64 configurable node reached through one non-configurable operand (a two-hop link),
+    # -1 if none
     two_hop: np.ndarray | None = None
-    config_repeats: np.ndarray | None = None  # (c,) how many configs of the graph share each config's settings
+    # (c,) how many configs of the graph share each config's settings
+    config_repeats: np.ndarray | None = None
 
     @property
     def num_configurable(self) -> int:
@@ -66,10 +68,12 @@ class LayoutContext:
         producer = self.producer[keep]
         producer = _redirect(producer, self.representative, position)
         return LayoutContext(
-            tensor_dims=self.tensor_dims[keep], tensor_elements=self.tensor_elements[keep], rank=self.rank[keep],
+            tensor_dims=self.tensor_dims[keep], tensor_elements=self.tensor_elements[keep],
+            rank=self.rank[keep],
             expected=self.expected[keep], producer=producer, has_plain_consumer=self.has_plain_consumer[keep],
             kind=self.kind[keep], mode_codes=self.mode_codes[keep], representative=np.arange(keep.size),
-            two_hop=None if self.two_hop is None else _redirect(self.two_hop[keep], self.representative, position),
+            two_hop=(None if self.two_hop is None
+                     else _redirect(self.two_hop[keep], self.representative, position)),
             config_repeats=self.config_repeats,
         ), keep
 
@@ -109,11 +113,7 @@ def layout_context(graph: LayoutGraph) -> LayoutContext:
     whose rank equals the vector's rank, the kernel vector to the next one (the same one when there
     is only one). A producer that is itself configurable is linked by index, so its chosen output
     layout is compared per config; otherwise its ``node_feat`` layout is what the vector should match.
-
-    Tried and dropped: also linking a configurable node found up to 3 producers further up through
-    same-rank elementwise-like nodes (XLA lets those take their operand's layout). On train+valid
-    of the small embedded competition it lowered the heuristic (layout:xla:random tau 0.306 -> 0.289)
-    and the ranker's 4-fold cross-validated tau (0.424 -> 0.409).
+    Links through several plain nodes were tried and dropped (BENCHMARKS.md, gbdt: design choices).
     """
     feat = graph.node_config_feat
     ids = graph.node_config_ids.astype(np.int64)
@@ -161,7 +161,8 @@ def layout_context(graph: LayoutGraph) -> LayoutContext:
             producer[j, vector] = config_index[v]
             expected[j, vector] = crop_layout(node_layout[v], np.int64(r))
             if config_index[v] < 0:  # a plain operand: is a configurable node of the same rank behind it?
-                behind = producers[np.searchsorted(consumers, v, "left") : np.searchsorted(consumers, v, "right")]
+                lo, hi = np.searchsorted(consumers, v, "left"), np.searchsorted(consumers, v, "right")
+                behind = producers[lo:hi]
                 found = [int(config_index[u]) for u in behind if config_index[u] >= 0 and node_rank[u] == r]
                 two_hop[j, vector] = found[0] if found else -1
 

@@ -63,7 +63,10 @@ def config_chunks(num_configs: int, num_configurable: int) -> Iterator[slice]:
 
 
 def pad_factor(size: np.ndarray, multiple: int) -> np.ndarray:
-    """How much padding a dimension of ``size`` gets when rounded up to ``multiple`` (>= 1; 1 for size <= 0)."""
+    """How much padding a dimension of ``size`` gets when rounded up to ``multiple``.
+
+    >= 1; 1 for size <= 0.
+    """
     size = np.maximum(size, 1.0)
     return np.ceil(size / multiple) * multiple / size
 

@@ -1,0 +1,105 @@
+"""The gbdt's training settings (``GBDTSettings``): each one a ``--param`` with its type, range,
+default and meaning (``solutions.settings``), and the LightGBM parameters they make. What the
+objectives and the defaults are and why: docs/gbdt.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from competition.tasks import Task, get_task
+from solutions.settings import SettingError, check_settings, setting
+
+MAX_QUERY_SIZE = 10_000  # LightGBM refuses ranking queries larger than this
+OBJECTIVES = ("lambdarank", "rank_xendcg", "regression", "pairwise")
+# Objectives trained on the within-graph rank percentile (every runtime difference kept) rather than
+# on relevance buckets: pairwise needs each pair of differing runtimes to differ in label.
+EXACT_ORDER_LABELS = ("regression", "pairwise")
+
+
+@dataclass(frozen=True)
+class GBDTSettings:
+    """Training settings, each with its type, range, default and meaning (``solutions.settings``);
+    ``for_task`` gives the defaults used by ``tpugraphs solve --method gbdt``."""
+
+    objective: str = setting(
+        "lambdarank", "lambdarank, rank_xendcg, regression (pointwise, on the within-graph rank) or pairwise "
+        "(logistic loss over all pairs of a query, each pair of differing runtimes weighed the same: "
+        "gbdt/pairwise.py)", choices=OBJECTIVES)
+    label_levels: int = setting(30, "relevance buckets of the runtime rank (<= 31 with exponential gains)",
+                                low=2, high=10_000)
+    linear_gain: bool = setting(True, "label_gain = 0, 1, 2, ... (every pair counts) instead of 2**label - 1")
+    ndcg_at: int | None = setting(None, "lambdarank truncation: top-k the lambdas focus on "
+                                  "(none = whole group)", low=1)
+    max_configs_per_graph: int = setting(1000, "configs drawn per training graph (after deduplication)",
+                                         low=1)
+    query_size: int | None = setting(64, "a graph's drawn configs are cut into random queries of this size "
+                                     "(none: one query per graph)", low=1, high=MAX_QUERY_SIZE)
+    max_valid_configs_per_graph: int = setting(4000, "configs scored per valid graph for early stopping",
+                                               low=1)
+    num_boost_round: int = setting(300, "boosting rounds at most", low=1)
+    min_boost_round: int = setting(100, "the best round is chosen among rounds >= this "
+                                   "(valid sets are small)", low=0)
+    early_stopping_rounds: int = setting(50, "stop when the best round is this far behind (counted after the "
+                                         "minimum)", low=1)
+    learning_rate: float = setting(0.1, "shrinkage of each tree", low=0, low_open=True)
+    num_leaves: int = setting(31, "leaves per tree", low=2, high=131_072)
+    min_data_in_leaf: int = setting(20, "rows a leaf needs at least", low=0)
+    feature_fraction: float = setting(0.8, "share of the features each tree may use", low=0, high=1,
+                                      low_open=True)
+    bagging_fraction: float = setting(0.8, "share of the rows each tree is fitted on", low=0, high=1,
+                                      low_open=True)
+    lambda_l2: float = setting(1.0, "L2 regularisation of leaf values", low=0)
+    max_bin: int = setting(63, "histogram bins per feature", low=2)
+    pairwise_max_pairs: int = setting(1_000_000, "objective=pairwise: a query with more pairs uses this many "
+                                      "drawn at random", low=1)
+    num_threads: int = setting(2, "LightGBM threads (fixed, so a seed gives the same model on any machine)",
+                               low=1)
+    center_per_graph: bool = setting(True, "also give each config feature minus its graph's mean")
+    collapse_tied_nodes: bool = setting(False, "layout: one representative per tied node group "
+                                        "(features.layout_geometry.tied_groups)")
+    winner_features: bool = setting(False, "layout: the 11th place's features "
+                                    "(features.layout.WINNER_FEATURE_NAMES)")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        if not self.linear_gain and self.label_levels > 31:
+            raise SettingError(f"setting label_levels={self.label_levels} with linear_gain=false: LightGBM "
+                               f"allows at most 31 levels with exponential gains; lower label_levels or add "
+                               f"linear_gain=true")
+
+    @classmethod
+    def for_task(cls, task: Task | str) -> GBDTSettings:
+        top_k = (get_task(task) if isinstance(task, str) else task).top_k
+        if top_k is not None:  # a metric of the top k listed (tile): NDCG at k
+            return cls(label_levels=30, linear_gain=False, ndcg_at=top_k, max_configs_per_graph=1000,
+                       query_size=None)
+        return cls()
+
+    def lightgbm_params(self, seed: int, max_group: int) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "objective": self.objective,
+            "metric": "None",  # early stopping uses the official metric through feval
+            "learning_rate": self.learning_rate,
+            "num_leaves": self.num_leaves,
+            "min_data_in_leaf": self.min_data_in_leaf,
+            "feature_fraction": self.feature_fraction,
+            "bagging_fraction": self.bagging_fraction,
+            "bagging_freq": 1 if self.bagging_fraction < 1 else 0,
+            "lambda_l2": self.lambda_l2,
+            "max_bin": self.max_bin,
+            "num_threads": self.num_threads,
+            "deterministic": True,
+            "force_row_wise": True,  # faster than col-wise here (BENCHMARKS.md, gbdt: design choices)
+            "seed": seed,
+            "verbosity": -1,
+        }
+        if self.objective == "pairwise":  # lightgbm >= 4 takes a callable objective in params
+            from solutions.gbdt.pairwise import PairwiseObjective
+
+            params["objective"] = PairwiseObjective(self.pairwise_max_pairs, seed)
+        if self.objective == "lambdarank":
+            params["lambdarank_truncation_level"] = self.ndcg_at or max(1, max_group)
+            if self.linear_gain:
+                params["label_gain"] = list(range(self.label_levels))
+        return params
