@@ -35,8 +35,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from competition import metrics
 from competition.errors import RowError
+from competition.metrics import KENDALL_TAU, TILE_SLOWDOWN, Metric
+from competition.metrics.layout import kendall_tau_score, prepare_layout_labels, score_layout_labels
+from competition.metrics.packing import pack_top_configs
+from competition.metrics.tile import prepare_tile_labels, score_tile_labels, tile_slowdown_score
 from competition.text import plural
 
 #: How many indices of a tile row count toward the score.
@@ -63,7 +66,7 @@ class Task:
     """What one kind of collection means: its files, its rows, its labels and its metric."""
 
     name: str
-    metric: metrics.Metric = field(repr=False)
+    metric: Metric = field(repr=False)
     config_key: str = field(repr=False)  # the npz key of the config tensor
     npz_spec: NpzSpec = field(repr=False)
     has_normalizers: bool = field(repr=False)  # do solution rows carry Normalizers?
@@ -196,13 +199,13 @@ class TileTask(Task):
         return np.asarray(runtimes) / np.asarray(normalizers)
 
     def prepare_labels(self, runtimes: np.ndarray, normalizers: np.ndarray | None, offsets: np.ndarray):
-        return metrics.prepare_tile_labels(runtimes, normalizers, offsets)
+        return prepare_tile_labels(runtimes, normalizers, offsets)
 
     def score_graphs(self, rows: Sequence[np.ndarray], prepared) -> np.ndarray:
-        return metrics.score_tile_labels(metrics.pack_top_configs(rows, k=self.k), prepared, k=self.k)
+        return score_tile_labels(pack_top_configs(rows, k=self.k), prepared, k=self.k)
 
     def score_graph(self, row: np.ndarray, runtimes: np.ndarray, normalizers: np.ndarray | None) -> float:
-        return metrics.tile_slowdown_score(np.asarray(row)[: self.k], runtimes, normalizers, k=self.k)
+        return tile_slowdown_score(np.asarray(row)[: self.k], runtimes, normalizers, k=self.k)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -236,19 +239,19 @@ class LayoutTask(Task):
         return np.asarray(runtimes, dtype=np.float64)
 
     def prepare_labels(self, runtimes: np.ndarray, normalizers: np.ndarray | None, offsets: np.ndarray):
-        return metrics.prepare_layout_labels(runtimes, offsets)
+        return prepare_layout_labels(runtimes, offsets)
 
     def score_graphs(self, rows: Sequence[np.ndarray], prepared) -> np.ndarray:
-        return metrics.score_layout_labels(np.concatenate(list(rows)) if len(rows) else np.zeros(0, np.int64),
-                                           prepared)
+        orders = np.concatenate(list(rows)) if len(rows) else np.zeros(0, np.int64)
+        return score_layout_labels(orders, prepared)
 
     def score_graph(self, row: np.ndarray, runtimes: np.ndarray, normalizers: np.ndarray | None) -> float:
-        return metrics.kendall_tau_score(row, runtimes)
+        return kendall_tau_score(row, runtimes)
 
 
 TILE = TileTask(
     name="tile",
-    metric=metrics.TILE_SLOWDOWN,
+    metric=TILE_SLOWDOWN,
     config_key="config_feat",
     npz_spec={
         **_GRAPH_SPEC,
@@ -262,7 +265,7 @@ TILE = TileTask(
 )
 LAYOUT = LayoutTask(
     name="layout",
-    metric=metrics.KENDALL_TAU,
+    metric=KENDALL_TAU,
     config_key="node_config_feat",
     npz_spec={
         **_GRAPH_SPEC,

@@ -1,4 +1,4 @@
-"""Tests for competition/metrics.py: hand-worked values, slow references, properties, bad inputs.
+"""Tests for competition/metrics/: hand-worked values, slow references, properties, bad inputs.
 
 The references here are deliberately naive: an O(n^2) pairwise Kendall tau-b, scipy's kendalltau on
 ranks, and a plain loop for the tile score. The fast batch functions must agree with all of them.

@@ -36,7 +36,7 @@ class PickTask(tasks.TileTask):
     """A row names the one config predicted fastest; scored by the tile slowdown of that config."""
 
 PICK = PickTask(
-    name="pick", metric=tasks.metrics.TILE_SLOWDOWN, config_key="pick_config_feat",
+    name="pick", metric=tasks.TILE_SLOWDOWN, config_key="pick_config_feat",
     npz_spec={**tasks._GRAPH_SPEC, "pick_config_feat": (np.dtype(np.float32), ("c", 4)),
               **tasks._RUNTIME_SPEC, "config_runtime_normalizers": (np.dtype(np.int64), ("c",))},
     has_normalizers=True, config_per_node=False, k=1,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from competition.metrics import kendall_tau_scores
+from competition.metrics.layout import kendall_tau_scores
 from competition.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_DRAWS,
