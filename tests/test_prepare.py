@@ -27,14 +27,9 @@ from real_protos import LAYOUT_PROTO, TILE_PROTO, needs_realdata
 from competition.cli import main
 from competition.collections import COLLECTION_BY_NAME, COLLECTION_NAMES, COLLECTIONS
 from competition.data.graphs import LayoutGraph, TileGraph, load_graph, save_graph
-from competition.data.prepare import (
-    PrepareError,
-    SourceGraph,
-    _read_sampled_layout,
-    model_family,
-    plan_split,
-    prepare_competition,
-)
+from competition.data.prepare import PrepareError, model_family, prepare_competition
+from competition.data.prepare.plan import SourceGraph, plan_split
+from competition.data.prepare.source import read_sampled_layout
 from competition.data.tree import find_npz_root
 from competition.errors import DataFormatError
 from competition.scoring import graph_scores, load_solution, score_submission
@@ -300,7 +295,7 @@ def test_corrupt_source_fails_before_writing(tiny_competition, tmp_path, capsys,
 
 @pytest.mark.parametrize("force", [False, True])
 def test_interrupted_write_leaves_nothing(tiny_competition, tmp_path, monkeypatch, force):
-    import competition.data.prepare as prepare_module
+    import competition.data.prepare.writer as prepare_module
 
     out = tmp_path / "out"
     if force:
@@ -579,7 +574,7 @@ def test_sampled_layout_equals_whole_file_reference(tmp_path, compressed, chunk_
     save_graph(graph, path, compressed=compressed)
     for indices in (rng.choice(configs, 40, replace=False), rng.permutation(configs), np.array([configs - 1, 0]),
                     np.array([], np.int64)):
-        got = _read_sampled_layout(path, indices, chunk_bytes)
+        got = read_sampled_layout(path, indices, chunk_bytes)
         np.testing.assert_array_equal(got["node_config_feat"], graph.node_config_feat[indices])
         np.testing.assert_array_equal(got["config_runtime"], graph.config_runtime[indices])
         np.testing.assert_array_equal(got["node_feat"], graph.node_feat)
@@ -597,7 +592,7 @@ def test_bad_config_value_and_truncated_member_are_named(tmp_path):
     path = tmp_path / "bad.npz"
     save_graph(graph, path)
     with pytest.raises(DataFormatError, match=r"bad\.npz: .*integers in -1\.\.5"):
-        _read_sampled_layout(path, np.arange(50), 100)
+        read_sampled_layout(path, np.arange(50), 100)
     graph.node_config_feat[30, 1, 4] = 0.0
     cut = tmp_path / "cut.npz"
     with zipfile.ZipFile(cut, "w") as archive:
@@ -607,7 +602,7 @@ def test_bad_config_value_and_truncated_member_are_named(tmp_path):
             raw = buffer.getvalue()
             archive.writestr(f"{key}.npy", raw[:-400] if key == "node_config_feat" else raw)
     with pytest.raises(DataFormatError, match=r"cut\.npz: array 'node_config_feat' is truncated"):
-        _read_sampled_layout(cut, np.arange(50), 1000)
+        read_sampled_layout(cut, np.arange(50), 1000)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ both resnet50); --group-by graph splits by program instead. The default and rand
 program stay on the same side. Layout test graphs keep a random sample of --layout-test-configs
 configs, tile test graphs all their configs, both in a new random order. The source's own test
 graphs (unlabelled) are not used. The same DATA_DIR and --seed give byte-identical files. Nothing is
-written to OUT until the competition is complete. The rules in full: competition/data/prepare.py;
+written to OUT until the competition is complete. The rules in full: competition/data/prepare/__init__.py;
 a walk-through: README.md, "Host the real competition".
 
 exit status: 0 written, 1 unreadable source data or an impossible split (the message says what to
