@@ -17,15 +17,8 @@ from competition.data.graphs import LayoutGraph, TileGraph, iter_split
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
 from solutions.gnn import GNNRanker
 from solutions.gnn import data as data_module
-from solutions.gnn.data import (
-    ConfigStore,
-    layout_example,
-    load_examples,
-    make_example,
-    most_common_rows,
-    tile_batch,
-    tile_example,
-)
+from solutions.gnn.config_store import ConfigStore, most_common_rows
+from solutions.gnn.data import layout_example, load_examples, make_example, tile_batch, tile_example
 from solutions.gnn.model import LayoutRanker, TileRanker, output_slot_features
 from solutions.gnn.ranker import BEFORE_VERSION_4
 from solutions.gnn.settings import GNNConfig

@@ -55,7 +55,8 @@ from competition.data.graphs import MAX_OPCODE
 from competition.tasks import LAYOUT, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM
 from solutions.accel import segment
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
-from solutions.gnn.data import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW, LayoutInputs, TileBatch
+from solutions.gnn.config_store import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW
+from solutions.gnn.data import LayoutInputs, TileBatch
 from solutions.gnn.settings import FUSIONS, GNNConfig
 
 
