@@ -117,7 +117,7 @@ def test_query_strings_are_redacted_in_the_access_log(path, logged):
 
 
 def test_serve_installs_the_redacting_filter():
-    from leaderboard.commands import _log_config
+    from leaderboard.actions import _log_config
 
     config = _log_config("info")
     assert config["handlers"]["access"]["filters"] == ["redact_query"]

@@ -1,0 +1,368 @@
+"""What each ``tpugraphs leaderboard ACTION`` does, once ``leaderboard.commands`` has parsed it:
+``HANDLERS`` maps an action to its handler. The server's dependencies load inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _fail(message: str) -> int:
+    print(f"tpugraphs leaderboard: {message}", file=sys.stderr)
+    return 1
+
+
+def _open(url: str, *, create: bool = False):
+    """A Leaderboard on ``url``; UsageError for a malformed URL or a missing driver.
+
+    Only ``create`` (init) makes a new SQLite file; otherwise a missing one is refused (NotInitialised).
+    """
+    from competition.errors import UsageError
+    from leaderboard.database import Database, DatabaseURLError
+    from leaderboard.service import Leaderboard
+
+    try:
+        return Leaderboard(Database(url)) if create else Leaderboard.open_existing(url)
+    except DatabaseURLError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _deadline(text: str | None, *, allow_none: bool = False):
+    from competition.errors import UsageError
+    from leaderboard.views import parse_deadline
+
+    if text is None:
+        return None
+    if allow_none and text.strip().lower() == "none":
+        return "none"
+    try:
+        deadline = parse_deadline(text)
+    except ValueError as exc:
+        raise UsageError(f"--deadline: {exc}") from None
+    from leaderboard.models import utcnow
+
+    if deadline <= utcnow():  # allowed (a competition closed at once), but rarely what a host means
+        print(f"warning: the deadline {text} is in the past: the competition is closed, no upload will be "
+              f"accepted; give a later --deadline (or 'tpugraphs leaderboard configure --deadline ...')",
+              file=sys.stderr)
+    return deadline
+
+
+def _guard(handler):
+    """Turn the errors every host command can meet into one clear line and exit 1."""
+    import functools
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+        from leaderboard.errors import LeaderboardError
+
+        try:
+            return handler(args)
+        except LeaderboardError as exc:
+            return _fail(exc.message)
+        except OperationalError as exc:
+            return _fail(f"cannot use the database {args.db}: {exc.orig}")
+        except SQLAlchemyError as exc:
+            return _fail(f"database error on {args.db}: {exc.__class__.__name__}: {exc}")
+
+    return run
+
+
+@_guard
+def init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from competition.collections import COLLECTIONS
+    from competition.data.graphs import expected_from_data_dir
+    from competition.data.locate import resolve_data_dir, split_dir
+    from competition.errors import DataFormatError, SolutionFormatError, UsageError
+    from leaderboard.service import Leaderboard, parse_solution, solution_mismatches
+
+    if not Path(args.solution).is_file():
+        raise UsageError(f"{args.solution}: no such file")
+    if not Path(args.data).is_dir():
+        raise UsageError(f"{args.data}: no such directory")
+    deadline = _deadline(args.deadline)
+    solution_csv = Path(args.solution).read_bytes()
+    try:
+        solution = parse_solution(solution_csv)
+    except SolutionFormatError as exc:
+        return _fail(f"unusable solution file {args.solution}: {exc}")
+    # The competition is the solution's collections (all five, or fewer for a partial one).
+    covered = [c for c in COLLECTIONS if c.name in solution.labels]
+    try:
+        # The folder the test files are really in (a synth OUT: its public/).
+        data = resolve_data_dir(args.data)
+        expected = expected_from_data_dir(data, covered)
+    except (FileNotFoundError, DataFormatError) as exc:
+        return _fail(f"cannot read the public test files: {exc}")
+    uncovered = [c.name for c in COLLECTIONS
+                 if c not in covered and any(split_dir(data, c, "test").glob("*.npz"))]
+    mismatches = solution_mismatches(solution.expected_configs(), expected)
+    if mismatches:
+        return _fail(f"{args.solution} does not match the test files under {args.data}:\n  "
+                     + "\n  ".join(mismatches))
+    try:
+        leaderboard = Leaderboard.initialise(
+            _open(args.db, create=True).db, name=args.name, solution_csv=solution_csv,
+            daily_limit=args.daily_limit, max_selected=args.max_selected, deadline=deadline,
+            private_intervals=args.private_intervals,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    usage = {"Public": 0, "Private": 0, "Ignored": 0}
+    for labels in solution.labels.values():
+        for code, name in enumerate(usage):
+            usage[name] += int((labels.usage == code).sum())
+    config = leaderboard.config()
+    print(f"Created competition {config.name!r} in {args.db}: {solution.num_rows} test graphs "
+          f"({usage['Public']} public, {usage['Private']} private, {usage['Ignored']} ignored).")
+    print(f"Daily limit {config.daily_limit}, {config.max_selected} final selections, deadline "
+          f"{args.deadline or 'none (close with: tpugraphs leaderboard reveal)'}.")
+    if config.private_intervals:
+        print("After the reveal the private board shows each team's private score with a 95% bootstrap "
+              "interval.")
+    print("The solution is stored in the database: keep the database and its backups private.")
+    if uncovered:
+        print(f"note: the competition covers {', '.join(solution.labels)} only; the public data also holds "
+              f"test files of {', '.join(uncovered)}, whose rows submissions must leave out", file=sys.stderr)
+    if not usage["Public"] or not usage["Private"]:
+        print("warning: the solution has no " + ("Public" if not usage["Public"] else "Private")
+              + " rows; that board will stay at 0.0", file=sys.stderr)
+    print(f"Next: tpugraphs leaderboard add-team --db {args.db} NAME; "
+          f"then tpugraphs leaderboard serve --db {args.db}")
+    return 0
+
+
+@_guard
+def configure(args: argparse.Namespace) -> int:
+    from competition.errors import UsageError
+
+    changes: dict[str, object] = {}
+    if args.name is not None:
+        changes["name"] = args.name
+    if args.daily_limit is not None:
+        changes["daily_limit"] = args.daily_limit
+    if args.max_selected is not None:
+        changes["max_selected"] = args.max_selected
+    deadline = _deadline(args.deadline, allow_none=True)
+    if deadline is not None:
+        changes["deadline"] = None if deadline == "none" else deadline
+    if args.private_intervals is not None:
+        changes["private_intervals"] = args.private_intervals
+    if not changes:
+        raise UsageError("nothing to change; give --name, --daily-limit, --max-selected, --deadline or "
+                         "--[no-]private-intervals")
+    leaderboard = _open(args.db)
+    try:
+        config = leaderboard.configure(**changes)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    from leaderboard.views import iso
+
+    print(f"{config.name!r}: daily limit {config.daily_limit}, {config.max_selected} final selections, "
+          f"deadline {iso(config.deadline) or 'none'}, private score intervals "
+          f"{'on' if config.private_intervals else 'off'}. Running servers pick this up within a second.")
+    _fill_intervals(leaderboard, config)
+    return 0
+
+
+def _fill_intervals(leaderboard, config) -> None:
+    """Once the private board is shown, compute the intervals it lacks now (the server would do it on
+    its first private board, keeping that request waiting)."""
+    import time
+
+    from leaderboard.boards import private_board
+    from leaderboard.models import utcnow
+
+    if not (config.private_intervals and config.private_visible(utcnow())):
+        return
+    started = time.monotonic()
+    board = private_board(leaderboard.db, config.max_selected, intervals=True)
+    computed = leaderboard.fill_private_intervals([e.submission_id for e in board if e.interval is None])
+    if computed:
+        print(f"Computed the private score interval of {computed} counted submission(s) in "
+              f"{time.monotonic() - started:.1f} s.")
+
+
+@_guard
+def add_team(args: argparse.Namespace) -> int:
+    from competition.errors import UsageError
+
+    try:
+        team, token = _open(args.db).add_team(args.team)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"Added team {team.name!r} (id {team.id}). Its token, shown only this once:", file=sys.stderr)
+    print(token)
+    return 0
+
+
+@_guard
+def reset_token(args: argparse.Namespace) -> int:
+    team, token = _open(args.db).reset_token(args.team)
+    print(f"New token for team {team.name!r} (the old one no longer works), shown only this once:",
+          file=sys.stderr)
+    print(token)
+    return 0
+
+
+@_guard
+def serve(args: argparse.Namespace) -> int:
+    from competition.errors import UsageError
+    from leaderboard.settings import Settings
+
+    if args.workers < 1 or args.scoring_slots < 1 or args.max_upload_mb <= 0 or args.scoring_timeout <= 0:
+        raise UsageError("--workers, --scoring-slots, --max-upload-mb and --scoring-timeout must be positive")
+    if args.board_cache < 0:
+        raise UsageError("--board-cache must be 0 (no caching) or more")
+    if args.max_uncounted_per_day < 1 or args.max_team_mb <= 0:
+        raise UsageError("--max-uncounted-per-day and --max-team-mb must be positive")
+    if args.public_url and not args.public_url.startswith(("http://", "https://")):
+        raise UsageError(f"--public-url {args.public_url!r}: expected an http:// or https:// URL")
+    from competition.errors import SolutionFormatError
+
+    leaderboard = _open(args.db)
+    config = leaderboard.config()  # clear refusals now rather than a traceback from a worker
+    try:
+        leaderboard.load_solution()
+    except SolutionFormatError as exc:
+        return _fail(f"the stored solution does not parse with this kit: {exc}")
+    leaderboard.db.dispose()
+    settings = Settings(db_url=args.db, max_upload_bytes=int(args.max_upload_mb * 2**20),
+                        scoring_timeout_s=args.scoring_timeout, scoring_slots=args.scoring_slots,
+                        board_cache_s=args.board_cache, max_uncounted_per_day=args.max_uncounted_per_day,
+                        max_team_bytes=int(args.max_team_mb * 2**20), public_url=args.public_url.rstrip("/"),
+                        secure_cookies=args.secure_cookies or args.public_url.startswith("https://"),
+                        full_disclosure=args.full_disclosure)
+    import uvicorn
+
+    log_config = _log_config(args.log_level)
+    print(f"Serving {config.name!r} on http://{args.host}:{args.port} ({args.workers} process"
+          f"{'es' if args.workers > 1 else ''}); API reference at /docs", file=sys.stderr)
+    if args.workers == 1:
+        from leaderboard.app import create_app
+
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=log_config,
+                    log_level=args.log_level)
+    else:  # each worker process imports the app itself and reads its settings from the environment
+        os.environ.update(settings.to_env())
+        uvicorn.run("leaderboard.app:app_from_env", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, log_config=log_config, log_level=args.log_level)
+    return 0
+
+
+def _log_config(level: str) -> dict:
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["leaderboard"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    # No token sent in a URL reaches the log: query values are redacted (leaderboard.access_log).
+    config.setdefault("filters", {})["redact_query"] = {"()": "leaderboard.access_log.RedactQuery"}
+    config["handlers"]["access"]["filters"] = ["redact_query"]
+    return config
+
+
+@_guard
+def rescore(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from competition.errors import SolutionFormatError
+    from leaderboard.version import SCORER_VERSION
+
+    leaderboard = _open(args.db)
+    leaderboard.config()
+    try:
+        solution = leaderboard.load_solution()
+    except SolutionFormatError as exc:
+        return _fail(f"the stored solution no longer parses with this kit: {exc}")
+
+    def progress(ids, total):
+        return tqdm(ids, total=total, desc="rescoring", unit="submission", disable=not sys.stderr.isatty())
+
+    summary = leaderboard.rescore(solution, SCORER_VERSION, progress=progress)
+    print(f"Rescored {summary.rescored} submissions with scorer {summary.version}: "
+          f"{summary.changed} changed.")
+    for change, count in sorted(summary.status_changes.items()):
+        print(f"  {change}: {count}")
+    print("Restart running servers so that new uploads use this scorer too.")
+    return 0
+
+
+@_guard
+def reveal(args: argparse.Namespace) -> int:
+    from leaderboard.boards import private_board
+
+    leaderboard = _open(args.db)
+    config = leaderboard.reveal()
+    _fill_intervals(leaderboard, config)
+    board = private_board(leaderboard.db, config.max_selected, intervals=config.private_intervals)
+    print(f"Revealed: submissions are closed and the private leaderboard ({len(board)} teams) is public. "
+          "Running servers show it within a second.")
+    for entry in board[:10]:
+        interval = (f"  [{entry.interval['low']:.6f}, {entry.interval['high']:.6f}]" if entry.has_interval
+                    else "")
+        print(f"  {entry.rank:>3}  {entry.score:.6f}{interval}  {entry.team}")
+    return 0
+
+
+@_guard
+def upgrade(args: argparse.Namespace) -> int:
+    before, after = _open(args.db).upgrade()
+    print(f"Schema version {before} -> {after}." if before != after
+          else f"Already at schema version {after}.")
+    return 0
+
+
+@_guard
+def disqualify(args: argparse.Namespace) -> int:
+    team = _open(args.db).disqualify(args.team, reason=args.reason, undo=args.undo)
+    outcome = "reinstated" if args.undo else "disqualified: off both leaderboards, uploads refused"
+    print(f"Team {team.name!r} {outcome}.")
+    return 0
+
+
+@_guard
+def export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from leaderboard.boards import board_csv, private_board, public_board
+    from leaderboard.models import utcnow
+
+    leaderboard = _open(args.db)
+    config = leaderboard.config()
+    if args.board == "public":
+        entries = public_board(leaderboard.db)
+    else:
+        entries = private_board(leaderboard.db, config.max_selected)
+        if not config.private_visible(utcnow()):
+            print("warning: the private leaderboard is not revealed yet; this file holds private scores, "
+                  "do not share it", file=sys.stderr)
+    Path(args.out).write_text(board_csv(entries))
+    print(f"Wrote the {args.board} leaderboard ({len(entries)} teams) to {args.out}")
+    return 0
+
+
+def export_codabench(args: argparse.Namespace) -> int:
+    from competition.errors import UsageError
+    from leaderboard.codabench import export_scoring_program
+
+    try:
+        out = export_scoring_program(args.out)
+    except FileExistsError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"Wrote a Codabench scoring program to {out}; zip its contents: "
+          f"(cd {out} && zip -r ../program.zip .)")
+    print(f"See {out}/README.md for the scores.json keys and the Docker image it needs.")
+    return 0
+
+
+HANDLERS = {"init": init, "configure": configure, "add-team": add_team, "reset-token": reset_token,
+            "serve": serve, "rescore": rescore, "reveal": reveal, "upgrade": upgrade,
+            "disqualify": disqualify, "export": export, "export-codabench": export_codabench}
