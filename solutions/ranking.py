@@ -14,7 +14,6 @@ and the same blend (``solutions.runner.blend_rankings``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +24,9 @@ from competition.data.graphs import LayoutGraph, load_graph
 from competition.data.hlo import OPCODE_IDS
 from competition.errors import DataFormatError
 from competition.predictions import ranking_from_predictions
-from solutions import model_store
-from solutions.method import SavedModelError, get_method
-from solutions.runner import SEEDS_FILE, blend_rankings
+from solutions import model_store, runner
+from solutions.method import get_method
+from solutions.run_checks import SolveError
 
 SLOTS = 6  # layout dims per tensor in node_config_feat (output, input, kernel: 3 x 6 = 18 columns)
 TENSORS = ("output", "input", "kernel")
@@ -166,34 +165,18 @@ def sample_layout_configs(configs: np.ndarray, count: int, *, seed: int = 0) -> 
 def load_models(model_dir: str | Path, collection: Collection) -> tuple[str, list]:
     """The method name and the model(s) ``tpugraphs solve`` saved for ``collection`` in ``model_dir``."""
     model_dir = Path(model_dir)
-    method = model_store.read_manifest(model_dir).get("method") if model_dir.is_dir() else None
-    if not method:
-        raise RankError(f"{model_dir}: no saved models here ({model_store.MANIFEST} is missing); train with "
-                        f"'tpugraphs solve --method gbdt --collection {collection.name} ...' and pass its "
-                        "--model-dir (default: SUB.models next to --out)")
     try:
+        method = model_store.read_manifest(model_dir).get("method") if model_dir.is_dir() else None
+        if not method:
+            raise RankError(f"{model_dir}: no saved models here ({model_store.MANIFEST} is missing); train with "
+                            f"'tpugraphs solve --method gbdt --collection {collection.name} ...' and pass its "
+                            "--model-dir (default: SUB.models next to --out)")
         folder = model_store.check_saved_run(model_dir, method, [collection.name])[collection.name]
-    except model_store.ModelStoreError as exc:
+        models = runner.load_models(get_method(method), folder, seed=0, device="cpu",
+                                    retrain="retrain with 'tpugraphs solve'")
+    except (model_store.ModelStoreError, SolveError) as exc:
         raise RankError(str(exc)) from None
-    info = get_method(method)
-    listing = folder / SEEDS_FILE
-    folders = [folder]
-    if listing.exists():
-        try:
-            seeds = [int(seed) for seed in json.loads(listing.read_text(encoding="utf-8"))["seeds"]]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise RankError(f"{listing}: unreadable list of seeds ({exc}); retrain with tpugraphs solve") from None
-        folders = [folder / f"seed-{seed}" for seed in seeds]
-    models = []
-    for path in folders:
-        try:
-            model = info.load_class().load(path)
-        except (FileNotFoundError, SavedModelError) as exc:
-            raise RankError(str(exc)) from None
-        if hasattr(model, "set_device"):
-            model.set_device("cpu")
-        models.append(model)
-    return method, models
+    return method, [model for _, model in models]
 
 
 # -- ranking -----------------------------------------------------------------------------------------
@@ -296,7 +279,7 @@ def rank_program(program: Program, model_dir: str | Path, *, collection: str = "
         if values.shape != (len(configs),) or not np.isfinite(values).all():
             raise RankError(f"the {method} model returned unusable scores for {program.path} "
                             f"(shape {values.shape}, finite: {bool(np.isfinite(values).all())})")
-    order = blend_rankings(chosen, [ranking_from_predictions(chosen, v) for v in predictions], len(configs))
+    order = runner.blend_rankings(chosen, [ranking_from_predictions(chosen, v) for v in predictions], len(configs))
     if program.default is not None:
         reference, reference_text = program.default, "the program's default layout (its proto's default run)"
     else:
