@@ -48,7 +48,8 @@ class Program:
 
 def read_program(path: str | Path) -> Program:
     """A layout npz of the released format, or a ``ModuleTuningData`` proto (runs optional)."""
-    from competition.data.protos.featurize import featurize_proto, layout_config_row, read_tuning_proto
+    from competition.data.protos.featurize import featurize_proto, read_tuning_proto
+    from competition.data.protos.layout import default_layout
 
     path = Path(path)
     if not path.is_file():
@@ -67,16 +68,11 @@ def read_program(path: str | Path) -> Program:
     except DataFormatError as exc:
         raise RankError(f"{exc} (rank takes a ModuleTuningData proto: the HLO module with its "
                         "config_index_to_node, as the dataset's layout .pb files hold it, or a layout npz)") from None
-    if kind != "layout":
+    if not kind.config_per_node:
         raise RankError(f"{path}: a TuningData of tile kernels; rank takes a layout program "
                         "(tile kernels are not supported)")
     (_, graph), = featurized.graphs
-    default = next((np.asarray([layout_config_row(node) for node in run["module_config"]["layout_config"]["nodes"]],
-                               dtype=np.float32)
-                    for run in tuning["runs"]
-                    if run["is_default"] and run["module_config"] is not None
-                    and run["module_config"]["layout_config"] is not None), None)
-    return Program(path, graph, default)
+    return Program(path, graph, default_layout(tuning))
 
 
 def read_configs(path: str | Path, configurable_nodes: int) -> np.ndarray:
