@@ -36,12 +36,13 @@ faster; a ranking score, not a runtime) and what the config changes against the 
 JSON keys: program, task, format (npz, ModuleTuningData, TuningData, HloProto or HloModuleProto),
 kernel (TuningData only), configurable_nodes (layout: their node positions), model {method, collection,
 dir, models}, candidates, candidate_source, reference, top [{rank, candidate, predicted_score (null for
-a seed ensemble), predicted_relative_runtime (always null: the models are trained to order configs, and
-their scores are not runtimes nor a monotone map of one), config, changes [{node, opcode, tensor, from,
-to} for layout; {tensor, from, to} for tile]}].
+a seed ensemble), predicted_relative_runtime (always null: the models are trained to order configs; a
+score is not a runtime, and nothing turns scores into runtime ratios), config, changes [{node, opcode,
+tensor, from, to} for layout; {tensor, from, to} for tile]}].
 
 exit status: 0 ranked, 1 an unreadable or foreign program or configs file, 2 usage error (no saved
-model for the collection, a collection of the other kind, --sample for a tile kernel, bad options)
+model for the collection, a collection of the other kind, no candidates for a program without measured
+configs, --sample for a tile kernel, bad options)
 
 examples:
   tpugraphs solve --method gbdt --collection layout:xla:random --data data/demo/public --out sub.csv

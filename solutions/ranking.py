@@ -237,7 +237,7 @@ def read_program(path: str | Path, *, task: Task | None = None, kernel: str | No
 
     path = Path(path)
     if not path.is_file():
-        raise RankError(f"{path}: no such file")
+        raise RankError(f"{path}: {'a folder; expected a file' if path.is_dir() else 'no such file'}")
     if path.suffix == ".npz":
         try:
             graph = load_graph(path)
@@ -375,12 +375,17 @@ def sample_configs(program: Program, configs: np.ndarray, count: int, *, seed: i
 def load_models(model_dir: str | Path, collection: Collection) -> tuple[str, list]:
     """The method name and the model(s) ``tpugraphs solve`` saved for ``collection`` in ``model_dir``."""
     model_dir = Path(model_dir)
+    train = f"'tpugraphs solve --method gbdt --collection {collection.name} ...'"
     try:
-        method = model_store.read_manifest(model_dir).get("method") if model_dir.is_dir() else None
+        manifest = model_store.read_manifest(model_dir) if model_dir.is_dir() else {}
+        method, saved = manifest.get("method"), manifest.get("collections")
         if not method:
             raise RankError(f"{model_dir}: no saved models here ({model_store.MANIFEST} is missing); train with "
-                            f"'tpugraphs solve --method gbdt --collection {collection.name} ...' and pass its "
-                            "--model-dir (default: SUB.models next to --out)")
+                            f"{train} and pass its --model-dir (default: SUB.models next to --out)")
+        if isinstance(saved, dict) and collection.name not in saved:
+            raise RankError(f"{model_dir}: no model of {collection.name} here (its runs cover: "
+                            f"{', '.join(saved) or 'none'}); train one with 'tpugraphs solve --method {method} "
+                            f"--collection {collection.name} --model-dir {model_dir} ...'")
         folder = model_store.check_saved_run(model_dir, method, [collection.name])[collection.name]
         models = runner.load_models(get_method(method), folder, seed=0, device="cpu",
                                    retrain="retrain with 'tpugraphs solve'")

@@ -352,6 +352,7 @@ BAD_PROGRAMS = [
      "read as an HloProto, but it holds no HLO instructions"),
     ("foreign proto", lambda p: _write(p, "foreign.pb", fv(9, 1) + fb(1, b"")), "top-level fields [1, 9]"),
     ("missing", lambda p: p / "absent.pb", "no such file"),
+    ("a folder", lambda p: p, "a folder; expected a file"),
     ("npz of another format", lambda p: _npz(p), "not a graph of the released format"),
 ]
 
@@ -400,7 +401,7 @@ def test_bad_candidates_and_models_are_named(capsys, trained, tmp_path):
         (["--sample", "0"], 2, "expected a positive integer"),
         (["--collection", "tile:xla"], 2, "--collection tile:xla ranks tile kernels; " + str(program)),
         (["--collection", "no:such"], 2, "unknown collection"),
-        (["--collection", "layout:nlp:random"], 2, "layout:nlp:random: no model in this folder"),
+        (["--collection", "layout:nlp:random"], 2, "no model of layout:nlp:random here (its runs cover: "),
     ]
     for extra, status, message in cases:
         code, _, err = cli(capsys, "rank", str(program), "--model", model, *extra)
