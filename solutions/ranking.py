@@ -5,7 +5,7 @@
 one is picked), or a plain HLO module (``HloProto`` as XLA's ``--xla_dump_hlo_as_proto`` writes it, or an
 ``HloModuleProto``), whose configurable nodes are found by the dataset's rule
 (``competition.data.protos.layout.configurable_nodes``). ``rank_program`` takes candidate
-configurations (the program's measured ones, a file of them, or ``sample_layout_configs``), scores them
+configurations (the program's measured ones, a file of them, or ``solutions.layout_sampling``), scores them
 with the model a ``tpugraphs solve`` run saved (gbdt or gnn; a seed ensemble blended as ``solve`` blends
 it) and returns them best first, each with what it changes against the reference: the proto's default
 run when it has one, else each node's (layout) or tensor's (tile) most common setting among the
@@ -31,11 +31,10 @@ from competition.data.hlo import OPCODE_NAMES
 from competition.errors import DataFormatError
 from competition.tasks import Task
 from solutions import model_store, runner
+from solutions.layout_sampling import SLOTS, TENSORS, sample_layout_configs
 from solutions.method import get_method
 from solutions.run_checks import SolveError
 
-SLOTS = 6  # layout dims per tensor in node_config_feat (output, input, kernel: 3 x 6 = 18 columns)
-TENSORS = ("output", "input", "kernel")
 TILE_TENSORS = ("kernel", "output", "input")  # config_feat: 8 columns each, the first 6 bounds, sum, product
 TILE_BLOCK = 8
 
@@ -309,55 +308,7 @@ def read_configs(path: str | Path, graph: Graph) -> np.ndarray:
     return configs.astype(np.float32)
 
 
-# -- layout sampling ---------------------------------------------------------------------------------
-
-
-def layout_groups(configs: np.ndarray) -> np.ndarray:
-    """``(nc,)`` group of each configurable node: nodes whose settings are identical in every config
-    are tied (the dataset's layout groups), so a sampled config keeps them equal."""
-    columns = np.ascontiguousarray(configs.transpose(1, 0, 2).reshape(configs.shape[1], -1))
-    _, group = np.unique(columns, axis=0, return_inverse=True)
-    return group.reshape(-1)
-
-
-def _minor_swap(setting: np.ndarray) -> np.ndarray:
-    """The setting with the two minor-most dims of each set tensor swapped (the compiler's local move)."""
-    out = setting.copy()
-    for t in range(len(TENSORS)):
-        block = out[t * SLOTS:(t + 1) * SLOTS]
-        if block[0] >= 0 and block[1] >= 0:
-            block[0], block[1] = block[1], block[0]
-    return out
-
-
-def sample_layout_configs(configs: np.ndarray, count: int, *, seed: int = 0) -> np.ndarray:
-    """``count`` distinct configurations (fewer when the space is smaller) drawn the way the random
-    search draws them: every layout group picks one setting of its menu.
-
-    A group's menu is the settings its nodes take in ``configs`` (the program's measured or given
-    configs) plus, for each, the two minor-most dims swapped; so only the slots the dataset sets are
-    set, and tied nodes stay tied. Shapes: ``configs`` (c, nc, 18) -> (count', nc, 18).
-    """
-    if count < 1:
-        raise ValueError(f"count must be >= 1, got {count}")
-    rng = np.random.default_rng(seed)
-    group = layout_groups(configs)
-    leaders = [int(np.flatnonzero(group == g)[0]) for g in range(group.max() + 1)]
-    menus = []
-    for leader in leaders:
-        seen = np.unique(configs[:, leader, :], axis=0)
-        moves = np.array([_minor_swap(s) for s in seen])
-        menus.append(np.unique(np.concatenate([seen, moves]), axis=0))
-    space = float(np.prod([len(m) for m in menus], dtype=np.float64))
-    wanted = int(min(count, space))
-    chosen: dict[bytes, np.ndarray] = {}
-    for _ in range(20 * wanted):
-        if len(chosen) == wanted:
-            break
-        picks = [m[rng.integers(len(m))] for m in menus]
-        config = np.stack([picks[g] for g in group]).astype(np.float32)
-        chosen.setdefault(config.tobytes(), config)
-    return np.stack(list(chosen.values()))
+# -- sampling ---------------------------------------------------------------------------------------
 
 
 def sample_configs(program: Program, configs: np.ndarray, count: int, *, seed: int = 0) -> np.ndarray:

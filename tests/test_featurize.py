@@ -532,6 +532,23 @@ def test_tile_kernel_without_usable_default_is_refused(tmp_path):
         featurize_file(write(tmp_path, tuning(bad)))
 
 
+DETECTED = [
+    ("ModuleTuningData", lambda: module_tuning(small_module(), [run(layout=[[]], default=True)], [4])),
+    ("ModuleTuningData without runs", lambda: module_tuning(small_module(), [], [4])),
+    ("ModuleTuningData, runs only", lambda: fb(1, small_module()) + fb(3, run(layout=[[]], default=True))),
+    ("TuningData", lambda: tuning(module_tuning(small_module(), [run(tile=([1], [], []))]))),
+    ("HloProto", lambda: fb(1, small_module())),
+    ("HloProto with a buffer assignment", lambda: fb(1, small_module()) + fb(3, fb(1, fv(1, 0) + fv(2, 128)))),
+    ("HloModuleProto", small_module),
+    ("HloModuleProto with its ids", lambda: small_module() + fb(2, "main") + fv(5, 1) + fv(6, 2)),
+]
+
+
+@pytest.mark.parametrize(("expected", "make"), DETECTED, ids=[d[0] for d in DETECTED])
+def test_detect_message_tells_plain_modules_from_tuning_protos(expected, make):
+    assert detect_message(make()) == expected.split(" ")[0].rstrip(",")
+
+
 def test_kind_override_and_detection_of_a_module_without_runs(tmp_path):
     path = write(tmp_path, fb(1, small_module()))  # the module alone: an HloProto as XLA dumps it
     assert detect_message(path.read_bytes()) == "HloProto"

@@ -20,7 +20,8 @@ from competition.data.protos.featurize import featurize_file, read_tuning_proto
 from competition.data.protos.tile import kernel_name
 from competition.data.protos.wire import decode_message, top_level_fields
 from competition.data.tree import split_dir
-from solutions.ranking import layout_groups, read_program, sample_layout_configs
+from solutions.layout_sampling import layout_groups, sample_layout_configs
+from solutions.ranking import read_program
 from tests.real_protos import LAYOUT_PROTO, TILE_PROTO, needs_realdata
 from tests.test_featurize import (
     computation,
