@@ -172,18 +172,22 @@ def _make_method(info: MethodInfo, params: Mapping[str, object]):
     return info.load_class()(**params)  # the settings were checked by check_params before any work
 
 
-def _load_method(info: MethodInfo, path: Path, options: FitOptions):
+#: What a failed load tells ``solve --predict-only`` to do: train first.
+RETRAIN = "run without --predict-only first"
+
+
+def _load_method(info: MethodInfo, path: Path, device: str, retrain: str):
     if not path.is_dir():
-        raise SolveError(f"{path}: no saved {info.name} model for this collection; run without --predict-only "
-                         f"first (or point --model-dir at the folder a previous run wrote)")
+        raise SolveError(f"{path}: no saved {info.name} model for this collection; {retrain} "
+                         f"(or point --model-dir at the folder a previous run wrote)")
     try:
         method = info.load_class().load(path)
     except FileNotFoundError as exc:
-        raise SolveError(f"{exc}; run without --predict-only first") from None
+        raise SolveError(f"{exc}; {retrain}") from None
     except SavedModelError as exc:  # the message names the file and says what to do
         raise SolveError(str(exc)) from None
     if hasattr(method, "set_device"):
-        method.set_device(options.device)
+        method.set_device(device)
     return method
 
 
@@ -217,17 +221,20 @@ def _summary(model) -> dict:
     return summary() if callable(summary) else {}
 
 
-def _load_models(info: MethodInfo, folder: Path, options: FitOptions) -> list[tuple[int, object]]:
-    """The saved model of a collection, or every seed's model of a seed ensemble (``seeds.json``)."""
+def load_models(info: MethodInfo, folder: Path, *, seed: int, device: str,
+                retrain: str = RETRAIN) -> list[tuple[int, object]]:
+    """The saved model of a collection (as ``(seed, model)``), or every seed's model of a seed ensemble
+    (``seeds.json``), on ``device``. The one loader of saved models: ``solve --predict-only`` and
+    ``tpugraphs rank`` both use it. Raises ``SolveError`` naming the file, ending with ``retrain`` (what
+    to do)."""
     listing = folder / SEEDS_FILE
     if not listing.exists():
-        return [(int(options.seed), _load_method(info, folder, options))]
+        return [(int(seed), _load_method(info, folder, device, retrain))]
     try:
-        seeds = [int(seed) for seed in json.loads(listing.read_text(encoding="utf-8"))["seeds"]]
+        seeds = [int(s) for s in json.loads(listing.read_text(encoding="utf-8"))["seeds"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SolveError(f"{listing}: unreadable list of seeds ({exc}); run without --predict-only to retrain") \
-            from None
-    return [(seed, _load_method(info, _seed_folder(folder, seed, len(seeds)), options)) for seed in seeds]
+        raise SolveError(f"{listing}: unreadable list of seeds ({exc}); {retrain}") from None
+    return [(s, _load_method(info, _seed_folder(folder, s, len(seeds)), device, retrain)) for s in seeds]
 
 
 def solve(
@@ -331,7 +338,8 @@ def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: 
             with PeakMemory() as memory:
                 fit_seconds = 0.0
                 if predict_only:
-                    models = _load_models(info, saved_folders[collection.name], options)
+                    models = load_models(info, saved_folders[collection.name], seed=options.seed,
+                                         device=options.device)
                 else:
                     models = []
                     t0 = time.perf_counter()

@@ -20,24 +20,26 @@ from competition.cli import main
 from competition.data.graphs import LayoutGraph, TileGraph, load_graph
 from competition.data.protos import wire
 from competition.data.protos.featurize import (
-    LAYOUT_CONFIG_FEATURE_NAMES,
-    NODE_FEATURE_BLOCKS,
-    NODE_FEATURE_NAMES,
-    TILE_CONFIG_FEATURE_NAMES,
-    FeatureBlock,
     ProtoFormatError,
     detect_kind,
+    detect_message,
     featurize_file,
     featurize_files,
-    featurize_layout,
     featurize_proto,
-    featurize_tile,
+    read_tuning_proto,
+)
+from competition.data.protos.layout import LAYOUT_CONFIG_FEATURE_NAMES, featurize_layout
+from competition.data.protos.module import (
+    NODE_FEATURE_BLOCKS,
+    NODE_FEATURE_NAMES,
+    FeatureBlock,
     leading_sum_product,
     node_feature_matrix,
     opcode_id,
-    read_tuning_proto,
 )
+from competition.data.protos.tile import TILE_CONFIG_FEATURE_NAMES, featurize_tile
 from competition.data.protos.wire import WireFormatError, decode_message, iter_fields
+from competition.tasks import LAYOUT, TILE
 
 col = NODE_FEATURE_NAMES.index
 
@@ -418,8 +420,8 @@ def test_featurize_files_round_trip_through_load_graph(tmp_path):
 
 @needs_realdata()
 def test_detect_kind_on_real_files():
-    assert detect_kind(LAYOUT_PROTO.read_bytes()) == "layout"
-    assert detect_kind(TILE_PROTO.read_bytes()) == "tile"
+    assert detect_kind(LAYOUT_PROTO.read_bytes()) is LAYOUT
+    assert detect_kind(TILE_PROTO.read_bytes()) is TILE
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -513,7 +515,7 @@ def test_tile_rules_skip_filter_and_normaliser(tmp_path):
     single = module_tuning(kernel, [run(tile=empty, default=True)], fingerprint=2)  # one run: skipped
     no_tile = module_tuning(kernel, [run(tile=empty, default=True), run(runtime=5)], fingerprint=3)
     result = featurize_proto(write(tmp_path, tuning(kept, single, no_tile), "model.pb"))
-    assert result.kind == "tile"
+    assert result.task is TILE and result.format.many
     assert [name for name, _ in result.graphs] == ["model_-2"]
     assert len(result.skipped) == 2 and "1 run(s)" in result.skipped[0] and "no tile size config" in result.skipped[1]
     g = result.graphs[0][1]
@@ -530,11 +532,31 @@ def test_tile_kernel_without_usable_default_is_refused(tmp_path):
         featurize_file(write(tmp_path, tuning(bad)))
 
 
+DETECTED = [
+    ("ModuleTuningData", lambda: module_tuning(small_module(), [run(layout=[[]], default=True)], [4])),
+    ("ModuleTuningData without runs", lambda: module_tuning(small_module(), [], [4])),
+    ("ModuleTuningData, runs only", lambda: fb(1, small_module()) + fb(3, run(layout=[[]], default=True))),
+    ("TuningData", lambda: tuning(module_tuning(small_module(), [run(tile=([1], [], []))]))),
+    ("HloProto", lambda: fb(1, small_module())),
+    ("HloProto with a buffer assignment", lambda: fb(1, small_module()) + fb(3, fb(1, fv(1, 0) + fv(2, 128)))),
+    ("HloModuleProto", small_module),
+    ("HloModuleProto with its ids", lambda: small_module() + fb(2, "main") + fv(5, 1) + fv(6, 2)),
+]
+
+
+@pytest.mark.parametrize(("expected", "make"), DETECTED, ids=[d[0] for d in DETECTED])
+def test_detect_message_tells_plain_modules_from_tuning_protos(expected, make):
+    assert detect_message(make()) == expected.split(" ")[0].rstrip(",")
+
+
 def test_kind_override_and_detection_of_a_module_without_runs(tmp_path):
-    path = write(tmp_path, fb(1, small_module()))  # a ModuleTuningData holding only its module
-    assert detect_kind(path.read_bytes()) == "layout"
-    with pytest.raises(ProtoFormatError, match="config_index_to_node.*empty: no configurable nodes"):
+    path = write(tmp_path, fb(1, small_module()))  # the module alone: an HloProto as XLA dumps it
+    assert detect_message(path.read_bytes()) == "HloProto"
+    with pytest.raises(ProtoFormatError, match=r"a plain HLO module \(HloProto\) without tuning runs"):
         featurize_file(path)
+    # With --kind layout it is read as a ModuleTuningData that lists no configurable nodes.
+    with pytest.raises(ProtoFormatError, match="config_index_to_node.*empty: no configurable nodes"):
+        featurize_file(path, kind="layout")
     # Read as the wrong message, the module's name string is not a message: a clear error, no crash.
     with pytest.raises(ProtoFormatError, match=r"in TuningData\.modules\[0\]\.module\)"):
         featurize_file(path, kind="tile")

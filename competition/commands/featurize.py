@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             save_graph(graph, out_dir / f"{name}.npz", compressed=not args.stored)
             written += 1
         graphs = [g for _, g in result.graphs]
-        if result.kind == "layout":
+        if not result.format.many:  # one program per file (layout)
             graph = graphs[0]
             note = "" if graph.num_configs else " (no usable default run: every run dropped, as upstream does)"
             print(
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{pb}: no tile kernel to featurize ({len(result.skipped)} left out)")
         if args.verbose:
-            for name, graph in result.graphs if result.kind == "tile" else []:
+            for name, graph in result.graphs if result.format.many else []:
                 print(f"  {name}: {graph.num_nodes} nodes, {graph.num_edges} edges, {graph.num_configs} configs")
             for line in result.skipped:
                 print(f"  left out {line}")

@@ -89,13 +89,24 @@ class _GraphBase:
         """(c,) the quantity the task's metric ranks (lower = faster)."""
         return self.task.ranking_target(self.config_runtime, self.normalizers)
 
+    def _per_config_keys(self) -> set[str]:
+        return {f.name for f in fields(self) if f.name in self.task.npz_spec
+                and self.task.npz_spec[f.name][1][:1] == ("c",)}
+
     def select_configs(self, configs: np.ndarray):
         """The same graph keeping only ``configs`` (indices into the config axis)."""
         configs = np.asarray(configs, dtype=np.int64)
-        per_config = {f.name for f in fields(self) if f.name in self.task.npz_spec
-                      and self.task.npz_spec[f.name][1][:1] == ("c",)}
+        per_config = self._per_config_keys()
         return graph_class(self.task)(**{name: value[configs] if name in per_config else value
                              for name, value in self.arrays().items()})
+
+    def with_configs(self, configs: np.ndarray):
+        """The same graph with other, unmeasured ``configs`` (the task's config tensor, configs first):
+        every other per-config array is zero, as in a test file of the released data."""
+        spec = self.task.npz_spec
+        arrays = {name: np.zeros(len(configs), dtype=spec[name][0]) for name in self._per_config_keys()}
+        arrays[self.task.config_key] = np.asarray(configs, dtype=spec[self.task.config_key][0])
+        return graph_class(self.task)(**{**self.arrays(), **arrays})
 
 
 @dataclass
