@@ -26,7 +26,13 @@ from pathlib import Path
 import pytest
 
 from competition.data import locate
-from competition.data.locate import DataLocation, embedded_competition, find_data, kaggle_data_dir
+from competition.data.locate import (
+    DataLocation,
+    embedded_competition,
+    find_data,
+    kaggle_data_dir,
+    setup_notebook,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -226,6 +232,64 @@ def test_real_tiny_build(tmp_path, monkeypatch):
     from competition.data.graphs import expected_from_data_dir
 
     assert len(expected_from_data_dir(out / "public")) == 12  # 4 tile + 4 x 2 layout test graphs
+
+
+# --------------------------------------------------------------------------------------------------
+# setup_notebook: the notebooks' first cell
+
+
+@pytest.fixture
+def not_in_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_env) -> Path:
+    """``clean_env``, run from ``tmp_path/run`` with the kit's code as if installed (no source checkout)."""
+    monkeypatch.setattr(locate, "_REPO_ROOT", tmp_path / "site-packages")
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.chdir(run)
+    return run
+
+
+@pytest.mark.parametrize("route", ["given", "env", "kaggle", "embedded"])
+def test_setup_notebook_finds_the_data_by_each_route(route, tmp_path, monkeypatch, capsys, clean_env,
+                                                     not_in_checkout):
+    expected = {
+        "given": lambda: _fake_data(tmp_path / "download"),
+        "env": lambda: _fake_data(tmp_path / "from_env"),
+        "kaggle": lambda: _fake_data(clean_env["kaggle"] / locate.KAGGLE_SLUG),
+        "embedded": lambda: clean_env["embedded"] / "tiny-seed0" / "public",
+    }[route]()
+    if route == "env":
+        monkeypatch.setenv(locate.DATA_ENV, str(expected))
+    data = setup_notebook(expected if route == "given" else None, "tiny")
+    assert (data.public_dir, data.source) == (expected, route)
+    assert data.has_labels == (route == "embedded")
+    assert Path.cwd() == not_in_checkout  # not run in a checkout: the notebook writes where it runs
+    printed = capsys.readouterr().out
+    assert printed == f"{data.describe()}\nFiles written by this notebook: {not_in_checkout}\n"
+    assert str(expected) in printed.splitlines()[0]
+
+
+def test_setup_notebook_works_in_the_checkouts_output_folder(tmp_path, monkeypatch, capsys, clean_env):
+    clone = (tmp_path / "clone").resolve()
+    (clone / "notebooks").mkdir(parents=True)
+    (clone / "pyproject.toml").write_text("")
+    monkeypatch.setattr(locate, "_REPO_ROOT", clone)
+    download = _fake_data(clone / "download")
+    monkeypatch.chdir(clone / "notebooks")
+    data = setup_notebook("../download")  # relative to where the notebook runs, before it moves
+    assert data.public_dir.resolve() == download
+    assert Path.cwd() == clone / "notebooks" / "output"
+    assert capsys.readouterr().out.endswith(f"Files written by this notebook: {clone / 'notebooks' / 'output'}\n")
+
+
+def test_setup_notebook_refuses_a_folder_without_competition_data(tmp_path, capsys, clean_env, not_in_checkout):
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(FileNotFoundError) as refused:
+        setup_notebook(tmp_path / "notes")
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"DATA_DIR = {str(tmp_path / 'notes')!r} holds no competition data: expected npz_all/")
+    assert message.endswith("Or leave it unset to use the embedded competition.")
+    assert clean_env["calls"] == [] and Path.cwd() == not_in_checkout and capsys.readouterr().out == ""
 
 
 # --------------------------------------------------------------------------------------------------
