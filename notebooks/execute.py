@@ -4,8 +4,9 @@
     python notebooks/execute.py 03_*.ipynb       # some of them
     python notebooks/execute.py --check          # say which committed notebooks are stale; exit 1 if any
 
-Each notebook runs top to bottom in a fresh kernel (this interpreter, registered for the run only), in
-the clone's ``notebooks/output/`` (ignored by git), on the embedded competition of ``--scale`` (seed 0;
+Each notebook runs top to bottom in a fresh kernel (this interpreter, registered for the run only),
+started in ``notebooks/`` as Jupyter starts it (its first cell imports the clone's kit and works in
+``notebooks/output/``, ignored by git), on the embedded competition of ``--scale`` (seed 0;
 ``data/demo`` is reused when ``make demo`` built exactly it), and is written back with its outputs, so
 GitHub previews it. Its metadata records, under ``tpugraphs``:
 
@@ -31,7 +32,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
-OUTPUT_DIR = NOTEBOOK_DIR / "output"
 METADATA_KEY = "tpugraphs"
 CELL_TIMEOUT_S = 1800  # the small competition: the longest cell (notebook 03's training) takes minutes
 
@@ -151,9 +151,8 @@ def run_one(path: Path, scale: str) -> float:
     for cell in nb.cells:  # a clean slate: nothing of an earlier run survives a failed cell
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    OUTPUT_DIR.mkdir(exist_ok=True)
     started = time.monotonic()
-    loaded = execute(nb, OUTPUT_DIR)
+    loaded = execute(nb, NOTEBOOK_DIR)
     seconds = time.monotonic() - started
     relative_outputs(nb)
     nb.metadata[METADATA_KEY] = {

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -26,7 +27,13 @@ from pathlib import Path
 import pytest
 
 from competition.data import locate
-from competition.data.locate import DataLocation, embedded_competition, find_data, kaggle_data_dir
+from competition.data.locate import (
+    DataLocation,
+    embedded_competition,
+    find_data,
+    kaggle_data_dir,
+    setup_notebook,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -229,6 +236,64 @@ def test_real_tiny_build(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------------
+# setup_notebook: the notebooks' first cell
+
+
+@pytest.fixture
+def not_in_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_env) -> Path:
+    """``clean_env``, run from ``tmp_path/run`` with the kit's code as if installed (no source checkout)."""
+    monkeypatch.setattr(locate, "_REPO_ROOT", tmp_path / "site-packages")
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.chdir(run)
+    return run
+
+
+@pytest.mark.parametrize("route", ["given", "env", "kaggle", "embedded"])
+def test_setup_notebook_finds_the_data_by_each_route(route, tmp_path, monkeypatch, capsys, clean_env,
+                                                     not_in_checkout):
+    expected = {
+        "given": lambda: _fake_data(tmp_path / "download"),
+        "env": lambda: _fake_data(tmp_path / "from_env"),
+        "kaggle": lambda: _fake_data(clean_env["kaggle"] / locate.KAGGLE_SLUG),
+        "embedded": lambda: clean_env["embedded"] / "tiny-seed0" / "public",
+    }[route]()
+    if route == "env":
+        monkeypatch.setenv(locate.DATA_ENV, str(expected))
+    data = setup_notebook(expected if route == "given" else None, "tiny")
+    assert (data.public_dir, data.source) == (expected, route)
+    assert data.has_labels == (route == "embedded")
+    assert Path.cwd() == not_in_checkout  # not run in a checkout: the notebook writes where it runs
+    printed = capsys.readouterr().out
+    assert printed == f"{data.describe()}\nFiles written by this notebook: {not_in_checkout}\n"
+    assert str(expected) in printed.splitlines()[0]
+
+
+def test_setup_notebook_works_in_the_checkouts_output_folder(tmp_path, monkeypatch, capsys, clean_env):
+    clone = (tmp_path / "clone").resolve()
+    (clone / "notebooks").mkdir(parents=True)
+    (clone / "pyproject.toml").write_text("")
+    monkeypatch.setattr(locate, "_REPO_ROOT", clone)
+    download = _fake_data(clone / "download")
+    monkeypatch.chdir(clone / "notebooks")
+    data = setup_notebook("../download")  # relative to where the notebook runs, before it moves
+    assert data.public_dir.resolve() == download
+    assert Path.cwd() == clone / "notebooks" / "output"
+    assert capsys.readouterr().out.endswith(f"Files written by this notebook: {clone / 'notebooks' / 'output'}\n")
+
+
+def test_setup_notebook_refuses_a_folder_without_competition_data(tmp_path, capsys, clean_env, not_in_checkout):
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(FileNotFoundError) as refused:
+        setup_notebook(tmp_path / "notes")
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"DATA_DIR = {str(tmp_path / 'notes')!r} holds no competition data: expected npz_all/")
+    assert message.endswith("Or leave it unset to use the embedded competition.")
+    assert clean_env["calls"] == [] and Path.cwd() == not_in_checkout and capsys.readouterr().out == ""
+
+
+# --------------------------------------------------------------------------------------------------
 # The notebooks as committed
 
 
@@ -333,46 +398,47 @@ def test_repository_files_are_the_kits_own_code(tmp_path: Path):
 
 
 def test_notebooks_share_the_setup_cell():
-    """The first code cell finds the kit and the data; it must be the same everywhere."""
+    """The first code cell makes the kit importable and calls it; it is the same everywhere, and short."""
     first = {path.name: _source(_code_cells(json.loads(path.read_text(encoding="utf-8")))[0]) for path in NOTEBOOKS}
     assert len(set(first.values())) == 1, f"setup cells differ: {sorted(first)}"
     setup = next(iter(first.values()))
-    assert "DATA_DIR = None" in setup and "find_data(DATA_DIR" in setup
+    assert "DATA_DIR = None" in setup and "SCALE = None" in setup and "setup_notebook(DATA_DIR, SCALE)" in setup
+    code = [line for line in setup.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(code) <= 6, "the setup belongs in competition.data.locate.setup_notebook, not in the cell"
 
 
 def _setup_cell() -> str:
     return _source(_code_cells(json.loads(NOTEBOOKS[0].read_text(encoding="utf-8")))[0])
 
 
-def _run_setup_without_site(tmp_path: Path, kaggle_input: Path) -> subprocess.CompletedProcess:
-    """The setup cell in a bare interpreter (``python -S``: no site-packages, so no installed kit),
-    started outside any clone, with the Kaggle input folder moved to ``kaggle_input``."""
-    setup = _setup_cell()
-    assert 'Path("/kaggle/input")' in setup
-    code = setup.replace('Path("/kaggle/input")', f"Path({str(kaggle_input)!r})")
-    code += "\nimport competition\nprint('KIT', competition.__file__)"
-    work = tmp_path / "work"
-    work.mkdir()
+def _run_setup_without_site(tmp_path: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """The setup cell as a script, run in ``cwd`` by a bare interpreter (``python -S``: no site-packages, so
+    no installed kit), with ``$TPUGRAPHS_DATA`` naming a fake download."""
+    script = tmp_path / "setup_cell.py"
+    script.write_text(_setup_cell() + "\nimport competition\nprint('KIT', competition.__file__)\n")
     env = {"PATH": os.environ.get("PATH", ""), locate.DATA_ENV: str(_fake_data(tmp_path / "data"))}
-    return subprocess.run([sys.executable, "-S", "-c", code], cwd=work, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-S", str(script)], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=60)
 
 
-def test_setup_cell_finds_the_kit_in_a_kaggle_dataset(tmp_path):
-    dataset = tmp_path / "kaggle" / "input" / "tpugraphs-kit" / "repository-main"  # a zip with a top folder
-    dataset.mkdir(parents=True)
-    (dataset / "competition").symlink_to(ROOT / "competition", target_is_directory=True)
-    done = _run_setup_without_site(tmp_path, tmp_path / "kaggle" / "input")
+def test_setup_cell_finds_the_kit_of_a_clone_without_installing_it(tmp_path):
+    clone = (tmp_path / "clone").resolve()
+    shutil.copytree(ROOT / "competition", clone / "competition", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", clone)
+    (clone / "notebooks").mkdir()
+    done = _run_setup_without_site(tmp_path, clone / "notebooks")
     assert done.returncode == 0, done.stderr
-    assert f"KIT {dataset / 'competition' / '__init__.py'}" in done.stdout
+    assert f"KIT {clone / 'competition' / '__init__.py'}" in done.stdout
     assert "Data from $TPUGRAPHS_DATA" in done.stdout
+    assert f"Files written by this notebook: {clone / 'notebooks' / 'output'}" in done.stdout
 
 
-def test_setup_cell_says_what_to_do_without_the_kit(tmp_path):
-    done = _run_setup_without_site(tmp_path, tmp_path / "no-kaggle")
+def test_setup_cell_says_where_to_look_without_the_kit(tmp_path):
+    (tmp_path / "work").mkdir()
+    done = _run_setup_without_site(tmp_path, tmp_path / "work")
     assert done.returncode != 0
-    assert "ModuleNotFoundError: The TpuGraphs kit is not importable" in done.stderr
-    assert "see notebooks/README.md" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "ModuleNotFoundError: No module named 'competition'"
+    assert "notebooks/README.md" in done.stderr  # the failing line's comment, shown in the traceback
 
 
 # --------------------------------------------------------------------------------------------------

@@ -19,6 +19,9 @@ precedence, first match wins:
 An explicit choice (1 or 2) that holds no competition data is an error naming the folder and what
 was expected: it never silently falls back to other data.
 
+``setup_notebook()`` is the starter notebooks' first cell: ``find_data``, then the folder the notebook
+writes to (``notebooks/output/`` of the source checkout it runs in), and a note of both.
+
 A data directory is any folder the kit accepts (``resolve_data_dir``, the one rule every command uses): the
 Kaggle download root, its ``npz_all/``, an ``npz/`` folder, or the output folder of
 ``tpugraphs synth`` (holding ``public/`` and ``private/``). The hidden labels are found when the
@@ -127,6 +130,29 @@ def find_data(
     return DataLocation(out / "public", out / "private" / "solution.csv", "embedded")
 
 
+def setup_notebook(data_dir: str | os.PathLike | None = None, scale: str | None = None) -> DataLocation:
+    """Find the data (``find_data(data_dir, scale=scale)``), choose the folder the notebook writes to, and
+    print both; the first cell of every starter notebook.
+
+    A notebook that runs inside the source checkout the kit comes from (a clone, installed or not) works
+    in the checkout's ``notebooks/output/``, which git ignores; elsewhere (Kaggle, an installed kit) in
+    the folder it runs in. ``data_dir`` is resolved before the working folder changes.
+
+    Raises:
+        FileNotFoundError: ``data_dir`` or ``$TPUGRAPHS_DATA`` names a folder without competition data.
+        ValueError: an unknown scale.
+    """
+    data = find_data(data_dir, scale=scale)
+    checkout = source_checkout()
+    if checkout is not None and Path.cwd().resolve().is_relative_to(checkout):
+        output = checkout / "notebooks" / "output"
+        output.mkdir(parents=True, exist_ok=True)
+        os.chdir(output)
+    print(data.describe())
+    print(f"Files written by this notebook: {Path.cwd()}")
+    return data
+
+
 def resolve_data_dir(folder: str | os.PathLike, what: str | None = None) -> Path:
     """The data directory a user named, checked: the one rule of the CLI's ``--data`` and of ``find_data``.
 
@@ -182,14 +208,21 @@ def kaggle_data_dir(input_dir: Path | None = None) -> Path | None:
     return None
 
 
+def source_checkout() -> Path | None:
+    """The repository the kit's code comes from when it is a source checkout (a clone, used in place or
+    installed with ``pip install -e``); None for an installed copy of the kit."""
+    return _REPO_ROOT if (_REPO_ROOT / "pyproject.toml").is_file() else None
+
+
 def default_embedded_root() -> Path:
     """``$TPUGRAPHS_EMBEDDED_DIR``, else ``data/embedded`` of a writable source checkout, else the
     user cache (``~/.cache/tpugraphs/embedded``, e.g. when the kit is installed read-only on Kaggle)."""
     from_env = os.environ.get(EMBEDDED_ENV, "").strip()
     if from_env:
         return Path(from_env).expanduser()
-    if (_REPO_ROOT / "pyproject.toml").is_file() and os.access(_REPO_ROOT, os.W_OK):
-        return _REPO_ROOT / "data" / "embedded"
+    checkout = source_checkout()
+    if checkout is not None and os.access(checkout, os.W_OK):
+        return checkout / "data" / "embedded"
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "tpugraphs" / "embedded"
 
