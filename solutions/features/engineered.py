@@ -34,6 +34,9 @@ class FeatureSettings:
 
     task: str  # "tile" or "layout"
     center_per_graph: bool = True  # append the config features minus their per-graph mean
+    # Append each config feature as a z-score within its graph: a graph-relative scale, so a tree
+    # learnt on graphs where a quantity varies by 30 % still splits a graph where it varies by 0.01 %.
+    scale_per_graph: bool = False
     # One representative per tied group of configurable nodes (nodes whose settings are identical in
     # every config of the graph; ``tied_groups``): faster, and a group counts once in the means.
     collapse_tied_nodes: bool = False
@@ -81,6 +84,8 @@ def feature_names(settings: FeatureSettings) -> list[str]:
     names = [f"graph_{name}" for name in graph_feature_names(settings.task)] + config
     if settings.center_per_graph:
         names += [f"{name}_centered" for name in config]
+    if settings.scale_per_graph:
+        names += [f"{name}_scaled" for name in config]
     return names
 
 
@@ -101,8 +106,22 @@ def config_features(graph: Graph, settings: FeatureSettings, *, configs: np.ndar
     blocks = [shared, config]
     if settings.center_per_graph:
         blocks.append(config - config.mean(axis=0, keepdims=True) if config.shape[0] else config)
+    if settings.scale_per_graph:
+        blocks.append(standardized(config))
     # Garbage inputs (e.g. a dim of 1e-30 under a tile bound of 1e30) must not overflow float32.
     return np.clip(np.concatenate(blocks, axis=1), -FEATURE_LIMIT, FEATURE_LIMIT).astype(np.float32)
+
+
+def standardized(values: np.ndarray) -> np.ndarray:
+    """Each column of (c, F) ``values`` as z-scores over its rows; a column constant up to rounding is 0."""
+    if not values.shape[0]:
+        return values
+    mean = values.mean(axis=0, keepdims=True)
+    spread = values.std(axis=0, keepdims=True)
+    # float64 sums of ~1e8 elements are exact to ~1e-15 relative; a spread below 1e-12 of the
+    # column's size is rounding, not a difference between configs.
+    varies = spread > 1e-12 * (np.abs(mean) + 1.0)
+    return np.where(varies, (values - mean) / np.where(varies, spread, 1.0), 0.0)
 
 
 def select_configs(graph: Graph, configs: np.ndarray) -> Graph:

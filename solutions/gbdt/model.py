@@ -111,6 +111,7 @@ class GBDTRanker:
         self.settings = settings
         self.collection_name = collection.name
         self.features = FeatureSettings(task=collection.task.name, center_per_graph=settings.center_per_graph,
+                                        scale_per_graph=settings.scale_per_graph,
                                         collapse_tied_nodes=settings.collapse_tied_nodes,
                                         winner_features=settings.winner_features)
         rng = np.random.default_rng([int(options.seed) & 0xFFFFFFFF, 0x6BD7])

@@ -56,6 +56,9 @@ class GBDTSettings:
     num_threads: int = setting(2, "LightGBM threads (fixed, so a seed gives the same model on any machine)",
                                low=1)
     center_per_graph: bool = setting(True, "also give each config feature minus its graph's mean")
+    # On by the real-data check: a real graph's summed padding varies by a few millionths of its size,
+    # a synthetic one's by tens of percent; z-scores put both on one scale (BENCHMARKS.md, "Real data").
+    scale_per_graph: bool = setting(True, "also give each config feature as a z-score within its graph")
     collapse_tied_nodes: bool = setting(False, "layout: one representative per tied node group "
                                         "(features.layout_geometry.tied_groups)")
     winner_features: bool = setting(False, "layout: the 11th place's features "
