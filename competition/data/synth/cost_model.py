@@ -17,14 +17,20 @@ Tile (one fused kernel, one output tiling per config)
 Layout (a whole program, one layout per configurable node per config)
     - a setting that fixes only the minor-most slots is completed with the other dimensions in their
       compiled order (all -1: the compiled layout);
+    - each program draws its own layout physics (``LayoutPhysics``, version 3): how much a node's own
+      layouts cost, what a copy between neighbours costs, how steeply padding slows a node, whether
+      the row-major order is preferred beyond its padding. The draws make a node's own (8, 128)
+      padding the main cause of a slow config and agreement with neighbours a smaller, program-
+      dependent one, as in the real graphs (docs/synthetic-data.md, "What real runtimes teach");
+    - each configurable node's own time depends on how well its output, input and kernel layouts fit
+      the (8, 128) tiles; a reshape is a bitcast when both layouts are row-major, a copy otherwise;
     - neighbours agree or pay: a configurable node's configured input/kernel is compared with the
       output of the configurable node that produces it (followed back through layout-following
       elementwise ops), and a tensor read by several configurable nodes is compared across its
-      readers; a disagreement costs a layout copy and the fusion (the consumer slows down);
+      readers; a disagreement costs a layout copy and part of the fusion (the consumer slows down);
     - layouts are pinned only at interfaces (parameters, loop state, tuples, transposes, gathers,
-      other dots and convolutions): a configured layout differing from a pinned neighbour is a copy;
-    - each configurable node's own time depends (damped) on how well its output, input and kernel
-      layouts fit the (8, 128) tiles; a reshape is a bitcast when both layouts are row-major;
+      other dots and convolutions): a configured layout differing from a pinned neighbour is a copy,
+      cheap because XLA's layout assignment usually adapts the neighbour instead;
     - the fixed cost of every other node of the program (flops and bytes from the shapes).
 Both: int64 nanoseconds, times a multiplicative log-normal measurement noise.
 """
@@ -51,13 +57,55 @@ KERNEL_LAUNCH_NS = 2_000.0
 OP_OVERHEAD_NS = 400.0  # per instruction of a program
 COPY_OVERHEAD_NS = 1_500.0  # per layout conversion
 FUSED_SHARE = 0.15  # what remains of an elementwise op's time once fused into its neighbours
-# Layout: how much a node's own layouts slow it (a share of the full padding/order penalty: the
-# emitter hides much of it), and what a disagreement between neighbours costs. A layout copy is a
-# standalone transpose kernel (strided reads: several times a plain copy), and the consumer can no
-# longer fuse the ops between it and its producer, so it slows down as well.
+# Layout, generator version 2's single model (``LayoutPhysics()``; version 3 draws these per program):
+# how much a node's own layouts slow it (a share of the full padding/order penalty), and what a
+# disagreement between neighbours costs. A layout copy is a standalone transpose kernel (strided
+# reads: several times a plain copy), and the consumer can no longer fuse the ops between it and its
+# producer, so it slows down as well.
 NODE_LAYOUT_WEIGHT = 0.05
 COPY_FACTOR = 4.0
 UNFUSED_SLOWDOWN = 3.0  # extra share of a node's time per operand that arrives through a copy
+
+
+@dataclass(frozen=True)
+class LayoutPhysics:
+    """How one program's runtime responds to layouts: drawn once per program (generator version 3).
+
+    Real programs differ in what their layouts cost (docs/synthetic-data.md, "What real runtimes
+    teach"): in the real graphs at hand the (8, 128) padding of a node's own tensors ranks configs
+    far better than agreement with its neighbours, and agreement with the compiled layout of a
+    pinned neighbour even goes the other way in one program. Each program therefore draws its own
+    weights, so that a model trained on many programs learns what holds across them rather than one
+    program's constants. The defaults are version 2's single cost model.
+    """
+
+    node_layout_weight: float = NODE_LAYOUT_WEIGHT  # share paid of the own-layout (padding, order) penalty
+    copy_factor: float = COPY_FACTOR  # a layout copy between configurable neighbours, in plain copies
+    pinned_copy_factor: float = COPY_FACTOR  # a copy to or from a pinned (non-configurable) neighbour
+    unfused_slowdown: float = UNFUSED_SLOWDOWN  # extra share of a node's time per operand arriving by copy
+    # What a minor (second-minor) dimension other than the row-major one costs beyond its padding.
+    minor_order_penalty: float = 1.0
+    second_order_penalty: float = 0.25
+    padding_exponent: float = 0.75  # how steeply (8, 128) padding waste slows the node
+    reshape_copy_share: float = 1.0  # what a reshape that is not a bitcast costs, in plain copies (x3 bytes)
+
+
+def draw_layout_physics(rng: np.random.Generator) -> LayoutPhysics:
+    """One program's layout physics (version 3): own-layout terms dominate, copies vary by program.
+
+    The ranges were chosen by the real-data check (``make bench-real``, transfer protocol), never by
+    the embedded competition's own test scores; BENCHMARKS.md, "Real data", has the figures.
+    """
+    return LayoutPhysics(
+        node_layout_weight=float(np.exp(rng.uniform(np.log(0.5), np.log(1.0)))),
+        copy_factor=float(np.exp(rng.uniform(np.log(0.05), np.log(0.5)))),
+        pinned_copy_factor=float(np.exp(rng.uniform(np.log(0.02), np.log(0.3)))),
+        unfused_slowdown=float(rng.uniform(0.0, 0.5)),
+        minor_order_penalty=float(rng.uniform(0.0, 0.3)),
+        second_order_penalty=float(rng.uniform(0.0, 0.1)),
+        padding_exponent=float(rng.uniform(0.75, 1.25)),
+        reshape_copy_share=float(np.exp(rng.uniform(np.log(0.05), np.log(0.5)))),
+    )
 
 
 # -- tile ------------------------------------------------------------------------------------------
@@ -183,7 +231,8 @@ def _major_disorder(canonical: np.ndarray, effective_rank: np.ndarray) -> np.nda
     return out / np.maximum((effective_rank - 2) * (effective_rank - 3) / 2, 1)
 
 
-def layout_penalty(shapes: np.ndarray, canonical: np.ndarray, preferred: np.ndarray) -> np.ndarray:
+def layout_penalty(shapes: np.ndarray, canonical: np.ndarray, preferred: np.ndarray,
+                   physics: LayoutPhysics | None = None) -> np.ndarray:
     """Slowdown (>= 1) of a convolution/dot reading or writing tensors in the given layouts.
 
     Lane and sublane padding of the (8, 128) tiles the two most minor dimensions are stored in, a
@@ -201,7 +250,9 @@ def layout_penalty(shapes: np.ndarray, canonical: np.ndarray, preferred: np.ndar
     waste = np.minimum((_pad_to(lane, LANES) / lane) * (_pad_to(sub, SUBLANES) / sub), 16.0)
     minor_off = (canonical[..., 0] != preferred[:, 0]) & (eff >= 2)
     second_off = (canonical[..., 1] != preferred[:, 1]) & (eff >= 3)
-    penalty = waste ** 0.75 * (1.0 + 1.0 * minor_off) * (1.0 + 0.25 * second_off)
+    physics = physics or LayoutPhysics()
+    penalty = (waste ** physics.padding_exponent * (1.0 + physics.minor_order_penalty * minor_off)
+               * (1.0 + physics.second_order_penalty * second_off))
     return penalty * (1.0 + 0.05 * _major_disorder(canonical, eff))
 
 
@@ -226,6 +277,7 @@ class LayoutCostTables:
     fixed_in: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (node j, slot, producer layout, cost)
     linked: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (producer j, consumer j, slot, cost)
     shared: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (j, slot, other j, slot, cost)
+    physics: LayoutPhysics = LayoutPhysics()  # the program's weights; copy costs above are at COPY_FACTOR
 
 
 def _copy_cost(nbytes: float) -> float:
@@ -312,8 +364,10 @@ def _columns(rows: list[tuple], kinds: str) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float) -> LayoutCostTables:
-    """Precompute the cost-model tables of ``graph`` for the configurable nodes ``config_ids``."""
+def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float,
+                  physics: LayoutPhysics | None = None) -> LayoutCostTables:
+    """Precompute the cost-model tables of ``graph`` for the configurable nodes ``config_ids``
+    (``physics``: the program's weights; version 2's single model when None)."""
     nc = len(config_ids)
     index = {int(node): j for j, node in enumerate(config_ids)}
     shapes = np.zeros((3, nc, 6), dtype=np.int64)
@@ -376,6 +430,7 @@ def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float) -> Layo
         fixed_in=_columns(fixed_in, "iilf"),
         linked=_columns(linked, "iiif"),
         shared=_columns(shared, "iiiif"),
+        physics=physics or LayoutPhysics(),
     )
 
 
@@ -410,37 +465,42 @@ def _layout_runtime(tables: LayoutCostTables, node_config_feat: np.ndarray) -> n
         return total * tables.steps
     canon = np.stack([canonical_layouts(complete_layouts(cfg[:, :, 6 * t: 6 * t + 6], tables.compiled[t]),
                                         tables.shapes[t]) for t in range(3)])
-    penalty = np.stack([layout_penalty(tables.shapes[t], canon[t], tables.row_major[t])
+    penalty = np.stack([layout_penalty(tables.shapes[t], canon[t], tables.row_major[t], tables.physics)
                         for t in range(3)])  # (3, c, nc)
-    penalty = 1.0 + NODE_LAYOUT_WEIGHT * (penalty - 1.0)
+    physics = tables.physics
+    penalty = 1.0 + physics.node_layout_weight * (penalty - 1.0)
+    linked_scale = physics.copy_factor / COPY_FACTOR  # copy costs in the tables are at COPY_FACTOR
+    pinned_scale = physics.pinned_copy_factor / COPY_FACTOR
     compute = tables.mxu / PEAK_MXU_FLOPS_PER_NS * penalty[0] * np.sqrt(penalty[1] * penalty[2])
     memory = (tables.nbytes[:, None, :] * penalty).sum(axis=0) / HBM_BYTES_PER_NS
     node = np.maximum(compute, memory) + 0.1 * np.minimum(compute, memory) + OP_OVERHEAD_NS
     # A reshape is free (a bitcast) when both its layouts are row-major; otherwise it is a copy.
     bitcast = ~_differs(canon[0], tables.row_major[0]) & ~_differs(canon[1], tables.row_major[1])
-    reshape = np.where(bitcast, OP_OVERHEAD_NS, 3.0 * tables.nbytes[0] / HBM_BYTES_PER_NS + COPY_OVERHEAD_NS)
+    relayout = physics.reshape_copy_share * 3.0 * tables.nbytes[0] / HBM_BYTES_PER_NS + COPY_OVERHEAD_NS
+    reshape = np.where(bitcast, OP_OVERHEAD_NS, relayout)
     own = np.where(tables.mxu > 0, node, reshape)  # (c, nc)
     unfused = np.zeros_like(own)  # operands that arrive through a copy, per node
 
     j, compiled, cost = tables.fixed_out
     if len(j):
-        total = total + (_differs(canon[0][:, j], compiled) * cost).sum(axis=1)
+        total = total + (_differs(canon[0][:, j], compiled) * cost).sum(axis=1) * pinned_scale
     j, slot, producer_layout, cost = tables.fixed_in
     if len(j):
-        total = total + (_differs(canon[slot, :, j].transpose(1, 0, 2), producer_layout) * cost).sum(axis=1)
+        mismatch = _differs(canon[slot, :, j].transpose(1, 0, 2), producer_layout)
+        total = total + (mismatch * cost).sum(axis=1) * pinned_scale
     p, q, slot, cost = tables.linked
     if len(p):
         # The producer's output reaches the consumer's operand through layout-following ops (same
         # shape), so canonical forms compare: a disagreement costs a copy and the fusion.
         copy = _differs(canon[0][:, p], canon[slot, :, q].transpose(1, 0, 2))
-        total = total + (copy * cost).sum(axis=1)
+        total = total + (copy * cost).sum(axis=1) * linked_scale
         np.add.at(unfused, (slice(None), q), copy.astype(np.float64))
     a, slot_a, b, slot_b, cost = tables.shared
     if len(a):
         copy = _differs(canon[slot_a, :, a].transpose(1, 0, 2), canon[slot_b, :, b].transpose(1, 0, 2))
-        total = total + (copy * cost).sum(axis=1)
+        total = total + (copy * cost).sum(axis=1) * linked_scale
         np.add.at(unfused, (slice(None), b), copy.astype(np.float64))
-    total = total + (own * (1.0 + UNFUSED_SLOWDOWN * unfused)).sum(axis=1)
+    total = total + (own * (1.0 + physics.unfused_slowdown * unfused)).sum(axis=1)
     return total * tables.steps
 
 

@@ -78,6 +78,8 @@ class LayoutSpace:
     # The orders the tuner tries, per (rank, slots): a few per program, shared by every node, so
     # neighbouring groups often (not always) agree.
     orders: dict[tuple[int, int], np.ndarray]
+    # How this program's runtime responds to layouts (drawn once, shared by its two searches).
+    physics: cost_model.LayoutPhysics = cost_model.LayoutPhysics()
 
     @property
     def groups(self) -> int:
@@ -149,7 +151,8 @@ def layout_space(graph: HloGraph, rng: np.random.Generator) -> LayoutSpace:
                     table[k, :count] = values
                 orders[(rank, count)] = table
     return LayoutSpace(config_ids, ranks, compiled, slots, rename[group] if nc else group,
-                       np.asarray(leaders, dtype=np.int64)[order], orders)
+                       np.asarray(leaders, dtype=np.int64)[order], orders,
+                       cost_model.draw_layout_physics(rng))
 
 
 def _random_tensor(rng: np.random.Generator, space: LayoutSpace, rank: int, slots: int) -> np.ndarray:
@@ -283,7 +286,7 @@ def measure_layout_runs(
     defaults = space.default_setting()
     # Hidden: how many times the program runs per measurement, keeping the default's runtime in the
     # real range (1 ms - 1 s).
-    tables = cost_model.layout_tables(graph, config_ids, 1.0)
+    tables = cost_model.layout_tables(graph, config_ids, 1.0, space.physics)
     per_run = cost_model.layout_runtime(tables, defaults[None])[0]
     tables.steps = float(np.clip(10 ** rng.uniform(0.5, 2.5), 1e6 / per_run, 1e9 / per_run))
     if space.groups == 0:
