@@ -176,7 +176,8 @@ def time_case(case: Case, repeats: int) -> list[Timing]:
     if case.pyg is not None:
         fns["pyg"] = backward(case.pyg)
     got = median_seconds(fns, repeats)
-    out.append(Timing(case.name, case.sizes, "forward + backward", got["torch"], got["extra"], got.get("pyg")))
+    out.append(Timing(case.name, case.sizes, "forward + backward", got["torch"], got["extra"],
+                      got.get("pyg")))
     return out
 
 
@@ -192,12 +193,15 @@ def tile_pooling_case(label: str, examples: list[TileExample], hidden: int, gen:
 
     def run(extra: bool) -> torch.Tensor:
         with scatter_path(extra):
-            return torch.cat([accel.segment(x, ptr, reduce="mean"), accel.segment(x, ptr, reduce="max")], dim=-1)
+            return torch.cat([accel.segment(x, ptr, reduce="mean"),
+                              accel.segment(x, ptr, reduce="max")], dim=-1)
 
-    return Case(f"tile pooling, {label}", f"{len(examples)} kernels, {int(ptr[-1]):,} nodes, h={hidden}", run, x)
+    return Case(f"tile pooling, {label}",
+                f"{len(examples)} kernels, {int(ptr[-1]):,} nodes, h={hidden}", run, x)
 
 
-def neighbour_mean_case(label: str, example: LayoutExample, batch: int, hidden: int, gen: torch.Generator) -> Case:
+def neighbour_mean_case(label: str, example: LayoutExample, batch: int, hidden: int,
+                        gen: torch.Generator) -> Case:
     """One ``BidirectionalSAGE`` layer's two neighbour means on a (B, n, h) batch of configs."""
     edges = example.inputs.edge_index
     n = example.num_nodes
@@ -219,7 +223,8 @@ def neighbour_mean_case(label: str, example: LayoutExample, batch: int, hidden: 
     return Case(f"neighbour mean (both directions), {label}", sizes, run, x, pyg)
 
 
-def row_scatter_case(label: str, example: LayoutExample, batch: int, hidden: int, gen: torch.Generator) -> Case:
+def row_scatter_case(label: str, example: LayoutExample, batch: int, hidden: int,
+                     gen: torch.Generator) -> Case:
     """``LayoutRanker.forward_encoded``: each (config, configurable node) contribution onto its node."""
     ids = example.inputs.config_node_ids
     n = example.num_nodes
@@ -229,14 +234,17 @@ def row_scatter_case(label: str, example: LayoutExample, batch: int, hidden: int
     def run(extra: bool) -> torch.Tensor:
         if extra:
             return node_state + torch_scatter.scatter(contribution, ids, dim=1, dim_size=n, reduce="sum")
-        return node_state.unsqueeze(0).expand(batch, -1, -1).index_add(1, ids, contribution)  # the model's code
+        # the model's code
+        return node_state.unsqueeze(0).expand(batch, -1, -1).index_add(1, ids, contribution)
 
-    return Case(f"(node, config) row scatter, {label}", f"B={batch} x {ids.shape[0]:,} rows into {n:,} nodes, "
+    return Case(f"(node, config) row scatter, {label}",
+                f"B={batch} x {ids.shape[0]:,} rows into {n:,} nodes, "
                 f"h={hidden}", run, contribution)
 
 
 def scatter_kernels(fn: Callable[[], object]) -> int:
-    """How many torch-scatter kernels one call of ``fn`` runs (torch's profiler names them ``torch_scatter::``)."""
+    """How many torch-scatter kernels one call of ``fn`` runs (torch's profiler names them
+    ``torch_scatter::``)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         fn()
     return sum(1 for event in prof.events() if event.name.startswith("torch_scatter::"))
@@ -294,8 +302,8 @@ def _ms(seconds: float | None) -> str:
 
 
 def timing_table(rows: list[Timing]) -> str:
-    lines = ["| work | sizes | pass | torch's ops (CPU ms) | torch-scatter (CPU ms) | torch-scatter / torch | "
-             "PyG (CPU ms) |",
+    lines = ["| work | sizes | pass | torch's ops (CPU ms) | torch-scatter (CPU ms) | "
+             "torch-scatter / torch | PyG (CPU ms) |",
              "|---|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row.case} | {row.sizes} | {row.passes} | {_ms(row.torch_s)} | {_ms(row.extra_s)} | "
@@ -304,7 +312,8 @@ def timing_table(rows: list[Timing]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--competition", type=Path, default=ROOT / "data" / "demo",
                         help="the small embedded competition (built here when absent)")
     parser.add_argument("--repeats", type=int, default=7, help="timed rounds per case (median)")
@@ -328,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = [
         tile_pooling_case("one training step", step_tiles, hidden, gen),
         tile_pooling_case("every tile:xla training kernel", tiles, hidden, gen),
-        neighbour_mean_case("small competition's largest pruned layout graph", small_layout, batch, hidden, gen),
+        neighbour_mean_case("small competition's largest pruned layout graph", small_layout, batch,
+                            hidden, gen),
         neighbour_mean_case("real-size pruned xla graph", real_layout, batch, hidden, gen),
         row_scatter_case("small competition's largest pruned layout graph", small_layout, batch, hidden, gen),
         row_scatter_case("real-size pruned xla graph", real_layout, batch, hidden, gen),
@@ -340,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
 
     steps, kernels = [], []
     tile_model = TileRanker.from_settings(replace(DEFAULTS, hidden=hidden))
-    configs = [torch.from_numpy(rng.choice(e.num_configs, size=min(e.num_configs, DEFAULTS.tile_configs_per_graph),
+    configs = [torch.from_numpy(rng.choice(e.num_configs,
+                                           size=min(e.num_configs, DEFAULTS.tile_configs_per_graph),
                                            replace=False)) for e in step_tiles]
     tile = tile_batch(step_tiles, configs)
     print("timing the tile training step ...", file=sys.stderr, flush=True)
@@ -351,23 +362,28 @@ def main(argv: list[str] | None = None) -> int:
     kernels.append(("tile", with_extra, without))
     for label, example in (("layout, small competition's largest graph", small_layout),
                            ("layout, real-size pruned xla graph", real_layout)):
-        model = LayoutRanker.from_settings(replace(DEFAULTS, hidden=hidden, fusion="early", config_attention=False))
-        index = torch.from_numpy(rng.choice(example.num_configs, size=min(example.num_configs, batch), replace=False))
+        model = LayoutRanker.from_settings(replace(DEFAULTS, hidden=hidden, fusion="early",
+                                                   config_attention=False))
+        index = torch.from_numpy(rng.choice(example.num_configs, size=min(example.num_configs, batch),
+                                            replace=False))
         digits, runtime = example.configs.digits(index), example.runtime[index]
         print(f"timing the {label} training step ...", file=sys.stderr, flush=True)
         timing, with_extra, without = step_timings(
-            label, lambda m=model, e=example, d=digits, r=runtime: ranking_loss(DEFAULTS, m(e.inputs, d), r), model,
-            f"B={len(index)} x {example.num_nodes:,} nodes", args.repeats)
+            label, lambda m=model, e=example, d=digits, r=runtime: ranking_loss(DEFAULTS, m(e.inputs, d), r),
+            model, f"B={len(index)} x {example.num_nodes:,} nodes", args.repeats)
         steps.append(timing)
         kernels.append((label, with_extra, without))
 
-    print("Scatter work, median CPU ms per call; below 1 in the ratio column means torch-scatter is faster. torch's ops:")
-    print("solutions.accel's fallback (index_add_ + bincount for means, scatter_reduce_ or segment_reduce for max),")
+    print("Scatter work, median CPU ms per call; below 1 in the ratio column means torch-scatter is faster. "
+          "torch's ops:")
+    print("solutions.accel's fallback (index_add_ + bincount for means, scatter_reduce_ or "
+          "segment_reduce for max),")
     print("and for the row scatter the model's own index_add.\n")
     print(timing_table(rows))
     print("\nWhole training steps with solutions.accel on either path (the same weights and batch):\n")
     print(timing_table(steps))
-    print("\ntorch-scatter kernels run per training step (torch profiler), with / without solutions.accel's extra:")
+    print("\ntorch-scatter kernels run per training step (torch profiler), with / without "
+          "solutions.accel's extra:")
     for label, with_extra, without in kernels:
         print(f"- {label}: {with_extra} / {without}")
     return 0

@@ -38,14 +38,16 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET_SPEEDUP = 5.0
 BATCH = 64
 
-_BUILD = "import sys; from competition.data.processed_cache import build_cache; build_cache(sys.argv[1], sys.argv[2], force=True)"
+_BUILD = ("import sys; from competition.data.processed_cache import build_cache; "
+          "build_cache(sys.argv[1], sys.argv[2], force=True)")
 _READ_CACHE = """
 import sys, numpy as np
 from competition.data.processed_cache import open_cache
 graph, rng = open_cache(sys.argv[1]), np.random.default_rng(0)
 for _ in range(100):
     graph.configs(rng.integers(0, graph.num_configs, size=64))
-status = dict(line.split(":", 1) for line in open("/proc/self/status") if line.startswith(("RssAnon", "RssFile")))
+status = dict(line.split(":", 1) for line in open("/proc/self/status")
+              if line.startswith(("RssAnon", "RssFile")))
 print(int(status["RssAnon"].split()[0]), int(status["RssFile"].split()[0]), file=sys.stderr)
 """
 _READ_NPZ_STREAMED = """
@@ -86,7 +88,8 @@ def read_npz_streamed(path: Path, indices: np.ndarray, chunk_bytes: int = 8 * 2*
             raise IndexError(f"{path}: config indices must lie in 0..{shape[0] - 1}")
         for start in range(0, last + 1, step):  # nothing after the last wanted row is decompressed
             count = min(step, shape[0] - start)
-            chunk = np.frombuffer(read_exactly(fp, count * row_items * dtype.itemsize, path, "x"), dtype=dtype)
+            chunk = np.frombuffer(read_exactly(fp, count * row_items * dtype.itemsize, path, "x"),
+                                  dtype=dtype)
             chunk = chunk.reshape(count, *shape[1:])
             lo, hi = np.searchsorted(wanted, [start, start + count])
             out[order[lo:hi]] = chunk[wanted[lo:hi] - start]
@@ -155,12 +158,14 @@ def format_table(f: dict) -> str:
     rows = [
         "| reader | median time, 64 random configs | vs cache | peak RSS |",
         "|---|---|---|---|",
-        f"| cache (`CachedGraph.configs`) | {m['cache'] * 1e3:.2f} ms | 1x | {f['cache_reads_peak_mb']:.0f} MiB "
-        f"(100 batches, {f['cache_reads_s']:.1f} s with start-up; at the end {f['cache_reads_anon_mb']:.0f} MiB "
+        f"| cache (`CachedGraph.configs`) | {m['cache'] * 1e3:.2f} ms | 1x | "
+        f"{f['cache_reads_peak_mb']:.0f} MiB (100 batches, {f['cache_reads_s']:.1f} s with start-up; at the "
+        f"end {f['cache_reads_anon_mb']:.0f} MiB "
         f"allocated + {f['cache_reads_file_mb']:.0f} MiB file pages: the mapped cache, libraries) |",
         f"| npz, `np.load(path)['node_config_feat'][idx]` | {m['npz'] * 1e3:.0f} ms | "
         f"{f['speedup_vs_npz']:.0f}x slower | {f['npz_read_peak_mb']:.0f} MiB (one batch) |",
-        f"| npz streamed in chunks | {m['npz_streamed'] * 1e3:.0f} ms | {f['speedup_vs_npz_streamed']:.0f}x slower | "
+        f"| npz streamed in chunks | {m['npz_streamed'] * 1e3:.0f} ms | "
+        f"{f['speedup_vs_npz_streamed']:.0f}x slower | "
         f"{f['npz_streamed_read_peak_mb']:.0f} MiB (one batch) |",
         "",
         f"Graph: {f['configs']:,} configs x {f['configurable_nodes']} configurable nodes. "
@@ -172,7 +177,8 @@ def format_table(f: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", type=int, default=NLP_CONFIGS)
     parser.add_argument("--rounds", type=int, default=5, help="alternated rounds of the three readers")
     parser.add_argument("--keep", type=Path, help="reuse (or write) the generated npz here")

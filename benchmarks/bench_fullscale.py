@@ -62,14 +62,16 @@ def _cli(*args: str) -> list[str]:
 
 
 def _complete(data: Path) -> bool:
-    return (data / "private" / "solution.csv").is_file() and (data / "public" / "sample_submission.csv").is_file()
+    return ((data / "private" / "solution.csv").is_file()
+            and (data / "public" / "sample_submission.csv").is_file())
 
 
 def generate(data: Path, scale: str, seed: int, workers: int, log: Path) -> dict:
     """Generate the competition in ``data``, measured."""
-    print(f"generating the {scale} competition (seed {seed}, {workers} workers) in {data}; log: {log}", flush=True)
-    measured = measure_tree(_cli("synth", str(data), "--scale", scale, "--seed", str(seed), "--workers", str(workers),
-                                 "--force"), log=log, env={"TPUGRAPHS_PROGRESS": "lines"})
+    print(f"generating the {scale} competition (seed {seed}, {workers} workers) in {data}; log: {log}",
+          flush=True)
+    measured = measure_tree(_cli("synth", str(data), "--scale", scale, "--seed", str(seed), "--workers",
+                                 str(workers), "--force"), log=log, env={"TPUGRAPHS_PROGRESS": "lines"})
     if measured.rc:
         raise SystemExit(f"generation failed (exit {measured.rc}); see {log}")
     files = list((data / "public").rglob("*.npz"))
@@ -125,7 +127,8 @@ def run_method(root: Path, data: Path, method: str, collection: str, *, time_bud
     }
     if measured.rc or not report.is_file():
         tail = log.read_text(errors="replace")[-3000:] if log.is_file() else ""
-        result.update(status="timed out" if timeout and measured.seconds > timeout else "failed", log_tail=tail)
+        result.update(status="timed out" if timeout and measured.seconds > timeout else "failed",
+                      log_tail=tail)
         return result
     solve_report = json.loads(report.read_text())
     c = solve_report["collections"][0]
@@ -167,30 +170,38 @@ def table(results: dict) -> str:
         lines.append(f"generation ({gen['scale']}, {gen['workers']} workers): {gen['wall_s']:.0f} s wall, "
                      f"{gen['cpu_s']:.0f} s CPU, peak {gen['peak_tree_mb'] / 1024:.2f} GB (tree) / "
                      f"{gen['peak_process_mb'] / 1024:.2f} GB (one process), {gen['npz_files']} npz, "
-                     f"{gen['public_bytes'] / 1e9:.2f} GB public + {gen['private_bytes'] / 1e6:.1f} MB private")
+                     f"{gen['public_bytes'] / 1e9:.2f} GB public + "
+                     f"{gen['private_bytes'] / 1e6:.1f} MB private")
     lines.append(f"{'method':<10} {'collection':<19} {'status':<9} {'wall s':>7} {'fit s':>7} {'peak GB':>7} "
                  f"{'cache GB':>8} {'models MB':>9} {'valid':>7} {'test':>7} stopped")
     for run in results["runs"].values():
         test = run.get("test") or {}
         lines.append(
             f"{run['method']:<10} {run['collection']:<19} {run['status']:<9} {run['wall_s']:>7.0f} "
-            f"{run.get('fit_s', float('nan')):>7.0f} {run['peak_tree_mb'] / 1024:>7.2f} {run['cache_bytes'] / 1e9:>8.2f} "
+            f"{run.get('fit_s', float('nan')):>7.0f} {run['peak_tree_mb'] / 1024:>7.2f} "
+            f"{run['cache_bytes'] / 1e9:>8.2f} "
             f"{run['models_bytes'] / 1e6:>9.1f} {run.get('validation_score', float('nan')):>7.4f} "
-            f"{test.get('score') if test.get('score') is not None else float('nan'):>7.4f} {run.get('stopped') or ''}")
+            f"{test.get('score') if test.get('score') is not None else float('nan'):>7.4f} "
+            f"{run.get('stopped') or ''}")
     for method, merged in results.get("merged", {}).items():
         lines.append(f"{method}: all five collections scored together: {merged}")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--root", type=Path, required=True, help="folder for the data, cache, runs and results")
-    parser.add_argument("--data", type=Path, help="an existing competition (OUT of tpugraphs synth) instead of ROOT/data")
-    parser.add_argument("--scale", default="full", help="scale to generate when there is no data (default: full)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, required=True,
+                        help="folder for the data, cache, runs and results")
+    parser.add_argument("--data", type=Path,
+                        help="an existing competition (OUT of tpugraphs synth) instead of ROOT/data")
+    parser.add_argument("--scale", default="full",
+                        help="scale to generate when there is no data (default: full)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="generator processes (default: 2)")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated (default: all four)")
-    parser.add_argument("--collections", default=",".join(COLLECTION_NAMES), help="comma-separated (default: all five)")
+    parser.add_argument("--collections", default=",".join(COLLECTION_NAMES),
+                        help="comma-separated (default: all five)")
     parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                         help="solve --time-budget for the learned methods (gbdt, gnn), per collection")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
@@ -233,14 +244,15 @@ def main(argv: list[str] | None = None) -> int:
                                               timeout=args.timeout)
             _save(results_path, results)
             run = results["runs"][key]
-            print(f"  {run['status']} in {time.perf_counter() - started:.0f} s, peak {run['peak_tree_mb'] / 1024:.2f} GB, "
-                  f"test {run.get('test')}", flush=True)
+            print(f"  {run['status']} in {time.perf_counter() - started:.0f} s, peak "
+                  f"{run['peak_tree_mb'] / 1024:.2f} GB, test {run.get('test')}", flush=True)
         merged = _merged_score(root, data, method)
         if merged is not None:
             results.setdefault("merged", {})[method] = merged
             _save(results_path, results)
     print(table(results))
-    failed = [k for k, r in results["runs"].items() if r["status"] != "ok" or not (r.get("test") or {}).get("valid")]
+    failed = [k for k, r in results["runs"].items() if r["status"] != "ok"
+              or not (r.get("test") or {}).get("valid")]
     if failed:
         print(f"not ok: {', '.join(failed)}")
     return 1 if failed else 0

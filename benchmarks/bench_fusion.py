@@ -86,8 +86,8 @@ BASELINE = VARIANTS[0]
 
 def gnn_config(variant: Variant, configs: int, loss: str) -> GNNConfig:
     """The gnn's settings with fusion, attention, loss and configs per step given (hidden 32, 3 layers)."""
-    return GNNConfig(fusion=variant.fusion, config_attention=variant.attention, loss=loss, configs_per_graph=configs,
-                     hidden=32, layers=3)
+    return GNNConfig(fusion=variant.fusion, config_attention=variant.attention, loss=loss,
+                     configs_per_graph=configs, hidden=32, layers=3)
 
 
 def build_model(config: GNNConfig, collection: str, device: torch.device, seed: int = SEED) -> LayoutRanker:
@@ -109,9 +109,11 @@ def _sync(device: torch.device) -> None:
 
 
 class Stepper:
-    """One variant's model, optimizer and sampling stream: ``step(example)`` -> seconds of one training step."""
+    """One variant's model, optimizer and sampling stream: ``step(example)`` -> seconds of one training
+    step."""
 
-    def __init__(self, variant: Variant, configs: int, loss: str, collection: str, device: torch.device) -> None:
+    def __init__(self, variant: Variant, configs: int, loss: str, collection: str,
+                 device: torch.device) -> None:
         self.config = gnn_config(variant, configs, loss)
         self.model = build_model(self.config, collection, device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr,
@@ -276,9 +278,10 @@ def _ms(seconds: float) -> str:
 
 
 def step_table(results: list[dict], device: str) -> str:
-    head = "| model | " + " | ".join(f"{r['configs']} configs/step (mean {r['sampled']:.0f} sampled): ms | vs early"
-                                    for r in results) + " |"
-    lines = [f"Training step on the pruned training graphs ({device}), mean over the graphs of the median step:",
+    head = "| model | " + " | ".join(f"{r['configs']} configs/step (mean {r['sampled']:.0f} sampled): "
+                                     "ms | vs early" for r in results) + " |"
+    lines = [f"Training step on the pruned training graphs ({device}), mean over the graphs of the "
+             "median step:",
              "", head, "|---|" + "---|---|" * len(results)]
     for label in results[0]["seconds"]:
         cells = []
@@ -293,8 +296,9 @@ def big_table(rows: list[dict], device: str, repeats: int) -> str:
     first = rows[0]
     timing = "first step" if repeats <= 1 else f"median of {repeats - 1} steps after the first"
     cuda = device == "cuda"
-    lines = [f"One training step on the xla graph unpruned ({first['nodes']:,} nodes, {first['edges']:,} edges, "
-             f"{first['configurable']:,} configurable; {first['links']:,} configurable links, built in "
+    lines = [f"One training step on the xla graph unpruned ({first['nodes']:,} nodes, "
+             f"{first['edges']:,} edges, {first['configurable']:,} configurable; {first['links']:,} "
+             "configurable links, built in "
              f"{first['links_seconds']:.2f} s), {device}, step time the {timing}:", "",
              "| model | configs/step | step s | ms per config | the step's peak above resident MiB"
              + (" | CUDA step peak MiB" if cuda else "") + " | vs early at 32: time per config | memory |",
@@ -306,19 +310,21 @@ def big_table(rows: list[dict], device: str, repeats: int) -> str:
 
     for r in rows:
         per_config = r["step_seconds"] / r["configs"]
-        lines.append(f"| {r['label']} | {r['configs']} | {r['step_seconds']:.2f} | {per_config * 1000:,.1f} | "
+        lines.append(f"| {r['label']} | {r['configs']} | {r['step_seconds']:.2f} | "
+                     f"{per_config * 1000:,.1f} | "
                      f"{r['step_mb']:,.0f} | " + (f"{r['cuda_step_mb']:,.0f} | " if cuda else "")
                      + f"{base['step_seconds'] / base['configs'] / per_config:.1f}x | "
                      f"{memory(base) / max(memory(r), 1.0):.2f}x |")
-    lines.append("| early (either) | 1000 | not run: the step's memory grows with the configs, ~100 GB here | | | |"
+    lines.append("| early (either) | 1000 | not run: the step's memory grows with the configs, ~100 GB "
+                 "here | | | |"
                  + (" |" if cuda else "") + " |")
     return "\n".join(lines)
 
 
 def predict_table(throughput: dict[str, float], device: str, configs: int) -> str:
     base = throughput[BASELINE.label]
-    lines = [f"Prediction (`predict_layout`, every kept config of the graphs: {configs:,} configs), {device}:", "",
-             "| model | configs/s | vs early |", "|---|---|---|"]
+    lines = [f"Prediction (`predict_layout`, every kept config of the graphs: {configs:,} configs), "
+             f"{device}:", "", "| model | configs/s | vs early |", "|---|---|---|"]
     lines += [f"| {label} | {value:,.0f} | {value / base:.2f}x |" for label, value in throughput.items()]
     return "\n".join(lines)
 
@@ -340,11 +346,16 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--competition", default=str(ROOT / "data" / "demo"),
                         help="a 'tpugraphs synth --scale small' OUT folder (built there when absent)")
-    parser.add_argument("--collection", default="layout:xla:random", help="the layout collection of (1), (3), (4)")
-    parser.add_argument("--configs", type=int, nargs="+", default=[32, 1000], help="configs per training step")
-    parser.add_argument("--loss", default="listmle", choices=("hinge", "listmle"), help="loss of the step timings")
-    parser.add_argument("--repeats", type=int, default=3, help="timed steps per graph, prediction rounds, epochs")
-    parser.add_argument("--big-repeats", type=int, default=1, help="steps per child on the big graph (1: one)")
+    parser.add_argument("--collection", default="layout:xla:random",
+                        help="the layout collection of (1), (3), (4)")
+    parser.add_argument("--configs", type=int, nargs="+", default=[32, 1000],
+                        help="configs per training step")
+    parser.add_argument("--loss", default="listmle", choices=("hinge", "listmle"),
+                        help="loss of the step timings")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed steps per graph, prediction rounds, epochs")
+    parser.add_argument("--big-repeats", type=int, default=1,
+                        help="steps per child on the big graph (1: one)")
     parser.add_argument("--big-device", default="cpu", help="device of the big-graph steps (cpu or cuda)")
     parser.add_argument("--skip-big", action="store_true", help="skip the largest xla graph (2)")
     parser.add_argument("--skip-epoch", action="store_true", help="skip the epoch timing (4)")
@@ -356,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     competition = ensure_competition(Path(args.competition), args.seed)
     examples = load_graphs(competition, args.collection)
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
-    print(f"{args.collection}: {len(examples)} training graphs, {np.mean([e.num_nodes for e in examples]):.0f} "
+    print(f"{args.collection}: {len(examples)} training graphs, "
+          f"{np.mean([e.num_nodes for e in examples]):.0f} "
           f"nodes on average after pruning (max {max(e.num_nodes for e in examples)}), "
           f"{np.mean([int(e.inputs.config_node_ids.shape[0]) for e in examples]):.0f} configurable, "
           f"{np.mean([e.num_configs for e in examples]):.0f} distinct configs; torch threads "
@@ -376,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
         print(predict_table(throughput, device.type, sum(e.num_configs for e in examples)))
         if not args.skip_epoch:
             print()
-            print(epoch_table(epoch_times(examples, repeats=args.repeats, collection=args.collection, device=device),
+            print(epoch_table(epoch_times(examples, repeats=args.repeats, collection=args.collection,
+                                          device=device),
                               device.type, len(examples)))
         print(f"\n({device.type}: {time.perf_counter() - started:.0f} s; load average now {_load()})")
     if not args.skip_big:

@@ -1,4 +1,5 @@
-"""Graph Segment Training (``--param training=gst``): the memory of one step at the real extreme, and test tau.
+"""Graph Segment Training (``--param training=gst``): the memory of one step at the real extreme, and test
+tau.
 
 1. **One training step on the largest xla layout graph, unpruned** (``benchmarks.realscale.xla_layout_graph``:
    43,615 nodes, 72,000 edges, 2,250 configurable nodes; 64 configs): the graph is turned into a
@@ -52,8 +53,9 @@ mode, segment_size, configs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.manual_seed(0)
 torch.set_num_threads(1)
 example = layout_example("xla", xla_layout_graph(num_configs=64), prune=False, compress=True)
+# GST needs early fusion
 config = GNNConfig(pruning="none", training="full" if mode == "none" else mode, segment_size=segment_size,
-                   configs_per_graph=configs, fusion="early", config_attention=False)  # GST needs early fusion
+                   configs_per_graph=configs, fusion="early", config_attention=False)
 model = LayoutRanker.from_settings(config)
 optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
 rng, device = np.random.default_rng(0), torch.device("cpu")
@@ -93,7 +95,8 @@ def step_memory(segment_size: int, configs: int) -> list[dict]:
         measured = measure_python(_STEP, mode, str(segment_size), str(configs))
         facts = json.loads(measured.stdout.strip().splitlines()[-1])
         rows.append({"mode": mode, "peak_mb": measured.peak_mb, **facts})
-        print(f"  {mode}: peak {measured.peak_mb:.0f} MiB, step {facts['step_seconds']:.1f} s", file=sys.stderr)
+        print(f"  {mode}: peak {measured.peak_mb:.0f} MiB, step {facts['step_seconds']:.1f} s",
+              file=sys.stderr)
     return rows
 
 
@@ -101,7 +104,8 @@ def memory_table(rows: list[dict], segment_size: int, configs: int) -> str:
     first = rows[0]
     lines = [f"One training step, xla graph unpruned ({first['nodes']:,} nodes, {first['edges']:,} edges, "
              f"{first['configurable']:,} configurable), {configs} configs, hidden 32, 3 layers:", "",
-             "| training | process peak MiB | resident before the step MiB | the step's peak above it MiB | step s |",
+             "| training | process peak MiB | resident before the step MiB | the step's peak above it "
+             "MiB | step s |",
              "|---|---|---|---|---|"]
     names = {"none": "no step (baseline: the example built)", "full": "full graph",
              "gst": f"GST, {rows[2].get('segments', '?')} segments of <= {segment_size} nodes, 1 per step"}
@@ -146,12 +150,14 @@ def tau_comparison(competition: Path, work: Path, seed: int) -> str:
         cells += [f"fit {sum(c['fit_seconds'] for c in reports[m]['collections']):.0f} s",
                   f"whole run {reports[m]['seconds']:.0f} s"]
     lines.append("| time (4 collections) | " + " | ".join(cells) + " |")
-    layout_only = Solution({name: solution.labels[name] for name in LAYOUT}, solution.source)  # no tile rows here
+    # no tile rows here
+    layout_only = Solution({name: solution.labels[name] for name in LAYOUT}, solution.source)
     a, b = (load_graph_scores(subs[m], layout_only) for m in labels)
     comparison = compare(a, b)
     lines += ["", f"GST - default, mean test tau over the four collections (paired bootstrap, 95 %): "
                   f"{comparison.to_json_dict()['diff']:+.4f} "
-                  f"[{comparison.to_json_dict()['ci_low']:+.4f}, {comparison.to_json_dict()['ci_high']:+.4f}], "
+                  f"[{comparison.to_json_dict()['ci_low']:+.4f}, "
+                  f"{comparison.to_json_dict()['ci_high']:+.4f}], "
                   f"P(GST better) = {comparison.to_json_dict()['p_b_better']:.2f}"]
     return "\n".join(lines)
 
@@ -166,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-tau", action="store_true")
-    parser.add_argument("--keep", metavar="DIR", help="write the tau runs' submissions and reports here (and reuse "
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the tau runs' submissions and reports here (and reuse "
                         "finished ones) instead of a temporary folder")
     args = parser.parse_args(argv)
     missed = False
@@ -174,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = step_memory(args.segment_size, args.configs)
         print(memory_table(rows, args.segment_size, args.configs))
         ratio = rows[1]["step_mb"] / max(rows[2]["step_mb"], 1.0)
-        print(f"\nfull-graph step / GST step (memory the step adds): {ratio:.1f}x (target >= {TARGET_STEP_RATIO:.0f}x)")
+        print(f"\nfull-graph step / GST step (memory the step adds): {ratio:.1f}x (target >= "
+              f"{TARGET_STEP_RATIO:.0f}x)")
         missed |= ratio < TARGET_STEP_RATIO
     if not args.skip_tau:
         competition = ensure_competition(Path(args.competition), args.seed)

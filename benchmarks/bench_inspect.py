@@ -53,13 +53,15 @@ def run(configs: int = NLP_CONFIGS, keep: Path | None = None) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", type=int, default=NLP_CONFIGS)
     parser.add_argument("--keep", type=Path, help="reuse (or write) the generated file here")
     args = parser.parse_args()
     figures = run(args.configs, args.keep)
     print(json.dumps(figures, indent=2))
-    ok = figures["kit_peak_mb"] < TARGET_MB and figures["distinct_configs"] == figures["baseline_distinct_configs"]
+    ok = (figures["kit_peak_mb"] < TARGET_MB
+          and figures["distinct_configs"] == figures["baseline_distinct_configs"])
     print(f"\ninspect peak {figures['kit_peak_mb']:.0f} MB (target < {TARGET_MB} MB) vs np.load "
           f"{figures['baseline_peak_mb']:.0f} MB; distinct configs {figures['distinct_configs']} vs "
           f"{figures['baseline_distinct_configs']}")

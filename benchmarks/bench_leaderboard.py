@@ -118,7 +118,8 @@ def bench_scoring(tmp: Path, uploads: int, concurrency: int = 4, workers: int = 
         per_client = max(1, uploads // concurrency)
         started = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
-            results = [r for batch in pool.map(upload_many, tokens, [per_client] * concurrency) for r in batch]
+            results = [r for batch in pool.map(upload_many, tokens, [per_client] * concurrency)
+                       for r in batch]
         elapsed = time.perf_counter() - started
     bad = [r for r in results if r != (201, expected)]
     if bad:
@@ -138,7 +139,8 @@ def _fill_board(leaderboard: Leaderboard, teams: int, per_team: int, seed: int =
     rng = random.Random(seed)
     now = utcnow()
     with leaderboard.db.writer() as session:
-        session.add_all(Team(id=t + 1, name=f"team {t:04d}", token_hash="", created_at=now) for t in range(teams))
+        session.add_all(Team(id=t + 1, name=f"team {t:04d}", token_hash="", created_at=now)
+                        for t in range(teams))
         session.flush()
         session.add_all(
             Submission(team_id=t + 1, created_at=now - timedelta(minutes=rng.randrange(100_000)),
@@ -217,8 +219,10 @@ def run(uploads: int = 100, polls: int = 60) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--uploads", type=int, default=100, help="Kaggle-sized uploads to time (default: 100)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--uploads", type=int, default=100,
+                        help="Kaggle-sized uploads to time (default: 100)")
     parser.add_argument("--polls", type=int, default=60, help="requests per polling client (default: 60)")
     args = parser.parse_args()
     figures = run(args.uploads, args.polls)
@@ -228,8 +232,9 @@ def main() -> int:
     print(f"\nscoring over HTTP ({scoring['server_workers']} workers, {scoring['http_clients']} clients): "
           f"{scoring['http_scored_per_s']:.1f} Kaggle-sized submissions/s (target >= 20); in process "
           f"{scoring['in_process_ms_median']:.1f} ms each")
-    print(f"public board, {board['clients']} polling clients, {board['teams']} teams: p50 {board['p50_ms']:.1f} ms, "
-          f"p99 {board['p99_ms']:.1f} ms (target < 100 ms), {board['requests_per_s']:.0f} requests/s")
+    print(f"public board, {board['clients']} polling clients, {board['teams']} teams: p50 "
+          f"{board['p50_ms']:.1f} ms, p99 {board['p99_ms']:.1f} ms (target < 100 ms), "
+          f"{board['requests_per_s']:.0f} requests/s")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

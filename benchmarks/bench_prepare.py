@@ -70,7 +70,8 @@ def format_table(f: dict) -> str:
         "|---|---|---|",
         f"| `prepare_competition` ({tests} test graphs sampled to 1000 configs, {train} copied) | "
         f"**{f['prepare_peak_mb']:.0f} MiB** | {f['prepare_s']:.1f} s |",
-        f"| baseline: `load_graph` of one such file | {f['load_graph_peak_mb']:.0f} MiB | {f['load_graph_s']:.1f} s |",
+        f"| baseline: `load_graph` of one such file | {f['load_graph_peak_mb']:.0f} MiB | "
+        f"{f['load_graph_s']:.1f} s |",
         "",
         f"Each graph: {f['configs']:,} configs x 121 configurable nodes, {f['npz_mb']:.0f} MiB compressed. "
         f"Test configs written: {f['test_configs']}.",
@@ -78,7 +79,8 @@ def format_table(f: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", type=int, default=NLP_CONFIGS)
     parser.add_argument("--keep", type=Path, help="reuse (or write) the generated npz here")
     args = parser.parse_args()

@@ -124,7 +124,8 @@ def python_prune(graph: LayoutGraph, transform: GraphTransform) -> tuple[list[in
     if isinstance(transform, ConfigurableOnly) and not transform.keep_edges:
         return old_to_new, []
     mapped = {(old_to_new[u], old_to_new[v]) for u, v in edges}
-    return old_to_new, [list(e) for e in sorted(e for e in mapped if e[0] >= 0 and e[1] >= 0 and e[0] != e[1])]
+    return old_to_new, [list(e)
+                        for e in sorted(e for e in mapped if e[0] >= 0 and e[1] >= 0 and e[0] != e[1])]
 
 
 # -- timing ----------------------------------------------------------------------------------------
@@ -158,7 +159,8 @@ def bench_pruning(graph: LayoutGraph, repeats: int) -> list[dict]:
     graph_ops.WITH_SCIPY = False
     try:
         for transform in [t for t in TRANSFORMS if isinstance(t, MergeDroppedRuns)]:
-            rows.append({"transform": f"{transform.name} [numpy components]", "stats": transform.prune(graph).stats,
+            rows.append({"transform": f"{transform.name} [numpy components]",
+                         "stats": transform.prune(graph).stats,
                          "fast_s": _median_time(lambda t=transform: t.prune(graph), repeats),
                          "python_s": None, "order": "-"})
     finally:
@@ -214,8 +216,8 @@ def bench_compression(repeats: int, seed: int = 0) -> str:
         f"| `deduplicate_configs` (pack, hash, verify) | {result.num_unique:,} distinct configs "
         f"({result.duplicate_fraction:.1%} duplicates) | {fast:.2f} s (median of {repeats}) | "
         f"`np.unique(axis=0)` on float rows: {baseline:.2f} s (1 run), {baseline / fast:.0f}x slower |",
-        f"| `unique_node_config_rows` | {len(unique_rows):,} distinct rows of {NLP_CONFIGS * NLP_CONFIGURABLE:,} | "
-        f"{rows_time:.2f} s (median of {repeats}) | - |",
+        f"| `unique_node_config_rows` | {len(unique_rows):,} distinct rows of "
+        f"{NLP_CONFIGS * NLP_CONFIGURABLE:,} | {rows_time:.2f} s (median of {repeats}) | - |",
     ])
 
 
@@ -239,9 +241,11 @@ def real_graph_table() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--no-compression", action="store_true", help="skip the 872 MB deduplication benchmark")
+    parser.add_argument("--no-compression", action="store_true",
+                        help="skip the 872 MB deduplication benchmark")
     args = parser.parse_args(argv)
 
     graph = xla_layout_graph()
@@ -251,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = bench_pruning(graph, args.repeats)
     print(pruning_table(rows))
     slowest = max(row["fast_s"] for row in rows)
-    print(f"\nslowest transform: {slowest * 1e3:.1f} ms (target: well under 1 s) -> {'PASS' if slowest < 0.5 else 'FAIL'}")
+    print(f"\nslowest transform: {slowest * 1e3:.1f} ms (target: well under 1 s) -> "
+          f"{'PASS' if slowest < 0.5 else 'FAIL'}")
     if not args.no_compression:
         print()
         print(bench_compression(max(3, args.repeats // 2)))

@@ -4,14 +4,15 @@ The claim checked: with a cache folder (``tpugraphs solve --cache-dir``), traini
 ``layout:nlp:*`` train split, validating on its valid split and predicting its test split stays
 within 8 GB, although the split's config tensors add up to tens of GB of float32.
 
-The data: a Kaggle-layout tree with the real split sizes (docs/competition.md, The task: 207 train, 20 valid, 17 test
-graphs). Per-graph sizes are not published beyond the extremes, so they are drawn (seeded):
+The data: a Kaggle-layout tree with the real split sizes (docs/competition.md, The task: 207 train, 20 valid,
+17 test graphs). Per-graph sizes are not published beyond the extremes, so they are drawn (seeded):
 
 - configs log-uniform in 1,000 .. 100,040, the two largest training graphs and the largest valid
   graph set to the published worst case (100,040 configs x 121 configurable nodes, 872 MB of
   float32 each);
 - configurable nodes log-uniform in 20 .. 121, 30 nodes per configurable node;
-- distinct configs 2 % .. 50 % of the configs (docs/competition.md, Data format: some nlp graphs are > 98 % duplicates);
+- distinct configs 2 % .. 50 % of the configs (docs/competition.md, Data format: some nlp graphs are > 98 %
+  duplicates);
 - test graphs 1,000 configs (two 1,001) with all-zero runtimes, as released.
 
 Files are written by ``benchmarks.realscale.write_nlp_npz`` (deflate level 1, to keep generation to
@@ -56,9 +57,11 @@ from solutions.method import FitOptions
 from solutions.runner import solve
 data, out, cache, method, params = sys.argv[1:]
 options = FitOptions(progress=False, cache_dir=Path(cache) if cache else None)
-report = solve(data, method, out, collections=["layout:nlp:random"], options=options, method_params=json.loads(params))
+report = solve(data, method, out, collections=["layout:nlp:random"], options=options,
+               method_params=json.loads(params))
 c = report.collections[0]
-print(json.dumps({"fit_s": round(c.fit_seconds, 1), "predict_s": round(c.validate_seconds + c.predict_seconds, 1),
+print(json.dumps({"fit_s": round(c.fit_seconds, 1),
+                  "predict_s": round(c.validate_seconds + c.predict_seconds, 1),
                   "valid": round(c.validation_score, 4), "rows": report.rows}))
 """
 
@@ -83,7 +86,8 @@ def graph_sizes(count: int, seed: int, *, worst: int) -> list[tuple[int, int, in
     return list(zip(configs.tolist(), configurable.tolist(), distinct.tolist(), strict=True))
 
 
-def write_split(root: Path, split: str, sizes: list[tuple[int, int, int]], seed: int, *, labeled: bool) -> int:
+def write_split(root: Path, split: str, sizes: list[tuple[int, int, int]], seed: int, *,
+                labeled: bool) -> int:
     """Write (or keep) one split's files; returns the float32 bytes of their config tensors."""
     folder = root / "npz_all" / "npz" / COLLECTION.subpath / split
     total = 0
@@ -117,7 +121,8 @@ def write_data(root: Path, train: int, valid: int, test: int) -> tuple[Path, dic
 
 
 def measure(data: Path, out: Path, cache: Path | None, method: str, params: dict) -> dict:
-    measured = measure_python(_SOLVE, str(data), str(out), str(cache) if cache else "", method, json.dumps(params))
+    measured = measure_python(_SOLVE, str(data), str(out), str(cache) if cache else "", method,
+                              json.dumps(params))
     summary = json.loads(measured.stdout.strip().splitlines()[-1])
     print(f"  {method} {'cache' if cache else 'no cache'}: {measured.peak_mb / 1024:.2f} GB, "
           f"{measured.seconds:.0f} s", flush=True)
@@ -125,11 +130,14 @@ def measure(data: Path, out: Path, cache: Path | None, method: str, params: dict
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train", type=int, default=207, help="training graphs (default: 207, the real count)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train", type=int, default=207,
+                        help="training graphs (default: 207, the real count)")
     parser.add_argument("--valid", type=int, default=20, help="valid graphs (default: 20)")
     parser.add_argument("--test", type=int, default=17, help="test graphs (default: 17)")
-    parser.add_argument("--keep", type=Path, help="reuse (or write) the data and cache here instead of a temp folder")
+    parser.add_argument("--keep", type=Path,
+                        help="reuse (or write) the data and cache here instead of a temp folder")
     parser.add_argument("--no-cache-too", action="store_true", help="also run gnn without the cache")
     args = parser.parse_args()
 
@@ -147,9 +155,9 @@ def main() -> int:
             print(f"gnn submissions identical with and without the cache: "
                   f"{(root / 'gnn.csv').read_bytes() == (root / 'gnn_plain.csv').read_bytes()}")
 
-    print(f"\nlayout:nlp:random at real scale: {args.train} train / {args.valid} valid / {args.test} test graphs; "
-          f"config tensors {floats['train'] / 1e9:.1f} / {floats['valid'] / 1e9:.1f} / {floats['test'] / 1e9:.2f} GB "
-          f"as float32; cache on disk {cache_gb:.1f} GB")
+    print(f"\nlayout:nlp:random at real scale: {args.train} train / {args.valid} valid / {args.test} "
+          f"test graphs; config tensors {floats['train'] / 1e9:.1f} / {floats['valid'] / 1e9:.1f} / "
+          f"{floats['test'] / 1e9:.2f} GB as float32; cache on disk {cache_gb:.1f} GB")
     print(f"{'run':<18} {'peak RSS GB':>11} {'wall s':>7} {'fit s':>6} {'predict s':>9} {'valid':>7}")
     for name, run in runs.items():
         print(f"{name:<18} {run['peak_gb']:>11.2f} {run['seconds']:>7.0f} {run['fit_s']:>6.0f} "

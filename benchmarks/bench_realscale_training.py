@@ -48,7 +48,8 @@ from solutions.method import FitOptions
 from solutions.runner import solve
 data, out, cache, params, budget = sys.argv[1:]
 options = FitOptions(progress=False, time_budget_s=float(budget), cache_dir=Path(cache) if cache else None)
-report = solve(data, "gnn", out, collections=["layout:nlp:random"], options=options, method_params=json.loads(params))
+report = solve(data, "gnn", out, collections=["layout:nlp:random"], options=options,
+               method_params=json.loads(params))
 c = report.collections[0]
 print(json.dumps({"fit_s": round(c.fit_seconds, 1), "steps": c.details.get("steps"),
                   "valid": round(c.validation_score, 4), "rows": report.rows}))
@@ -64,7 +65,8 @@ def write_data(root: Path, graphs: int) -> Path:
         if not path.is_file():
             started = time.perf_counter()
             write_nlp_npz(path, num_configs=NLP_CONFIGS, seed=i)
-            print(f"wrote {path.name}: {NLP_CONFIGS} configs in {time.perf_counter() - started:.0f} s", flush=True)
+            print(f"wrote {path.name}: {NLP_CONFIGS} configs in {time.perf_counter() - started:.0f} s",
+                  flush=True)
     valid = split_root / "valid" / "realscale_valid.npz"
     if not valid.is_file():
         write_nlp_npz(valid, num_configs=SMALL_CONFIGS, seed=100)
@@ -85,12 +87,14 @@ def measure(data: Path, out: Path, cache: Path | None, params: dict, budget_s: f
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--graphs", type=int, default=2, help="real-size training graphs (default: 2)")
     parser.add_argument("--epochs", type=int, default=4, help="layout epochs of each fit (default: 4)")
     parser.add_argument("--time-budget", type=float, default=600.0,
                         help="soft training time limit, s (default: 600, a safety net: epochs end the fit)")
-    parser.add_argument("--keep", type=Path, help="reuse (or write) the data and cache here instead of a temp folder")
+    parser.add_argument("--keep", type=Path,
+                        help="reuse (or write) the data and cache here instead of a temp folder")
     parser.add_argument("--skip-no-cache", action="store_true", help="do not run the fit without the cache")
     args = parser.parse_args()
     params = {"layout_epochs": args.epochs, "hidden": 32, "layers": 2, "configs_per_graph": 32,

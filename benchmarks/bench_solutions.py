@@ -74,7 +74,8 @@ def run_solve(public: Path, method: str, out: Path, *extra: str) -> dict:
 
 
 def test_scores(submission: Path, solution, collections: list[str]) -> dict[str, float]:
-    """Per-collection test score of a (possibly partial) submission: Public + Private rows, official metric."""
+    """Per-collection test score of a (possibly partial) submission: Public + Private rows, official
+    metric."""
     expected = {row_id: n for row_id, n in solution.expected_configs().items()
                 if row_id.rpartition(":")[0] in collections}
     checked = validate_submission(submission, expected)
@@ -111,8 +112,8 @@ def cost_table(results: dict[str, dict]) -> str:
         for c in report["collections"]:
             lines.append(f"| {m} | {c['collection']} | {c['fit_seconds']:.1f} | "
                          f"{c['validate_seconds'] + c['predict_seconds']:.1f} | {c['peak_memory_mb']:.0f} |")
-        lines.append(f"| {m} | **whole run** | wall {report['wall_seconds']:.0f} s | CPU {report['cpu_seconds']:.0f} s | "
-                     f"{report['process_peak_memory_mb']:.0f} |")
+        lines.append(f"| {m} | **whole run** | wall {report['wall_seconds']:.0f} s | CPU "
+                     f"{report['cpu_seconds']:.0f} s | {report['process_peak_memory_mb']:.0f} |")
     return "\n".join(lines)
 
 
@@ -121,11 +122,13 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--competition", default=str(ROOT / "data" / "demo"),
                         help="a 'tpugraphs synth --scale small' OUT folder (built there when absent)")
-    parser.add_argument("--methods", default="gnn,random", help="comma-separated methods (default: gnn,random)")
+    parser.add_argument("--methods", default="gnn,random",
+                        help="comma-separated methods (default: gnn,random)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="device for gnn (cpu or cuda)")
     parser.add_argument("--skip-pruning", action="store_true", help="skip the pruning comparison (part 2)")
-    parser.add_argument("--keep", metavar="DIR", help="write submissions and reports here instead of a temp folder")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write submissions and reports here instead of a temp folder")
     args = parser.parse_args(argv)
 
     competition = ensure_competition(Path(args.competition), args.seed)
@@ -159,9 +162,11 @@ def main(argv: list[str] | None = None) -> int:
         # 2. pruning and compression on layout:xla:random
         if not args.skip_pruning:
             runs = {}
-            for label, flags in (("prune + compress", ()), ("--no-prune --no-compress", ("--no-prune", "--no-compress"))):
+            for label, flags in (("prune + compress", ()),
+                                 ("--no-prune --no-compress", ("--no-prune", "--no-compress"))):
                 sub = work / f"prune-{'on' if not flags else 'off'}.csv"
-                report = run_solve(public, "gnn", sub, "--collection", PRUNE_COLLECTION, *seed, *device, *flags)
+                report = run_solve(public, "gnn", sub, "--collection", PRUNE_COLLECTION, *seed,
+                                   *device, *flags)
                 runs[label] = (report, test_scores(sub, solution, [PRUNE_COLLECTION])[PRUNE_COLLECTION])
             (on, on_test), (off, off_test) = runs["prune + compress"], runs["--no-prune --no-compress"]
             pruning = on["collections"][0]["details"].get("pruning") or {}
@@ -170,15 +175,16 @@ def main(argv: list[str] | None = None) -> int:
             print("|---|---|---|---|---|---|---|")
             for label, (report, test) in runs.items():
                 c = report["collections"][0]
-                print(f"| {label} | {c['validation_score']:.4f} | {test:.4f} | {report['wall_seconds']:.1f} | "
-                      f"{report['cpu_seconds']:.1f} | {c['fit_seconds']:.1f} | {report['process_peak_memory_mb']:.0f} |")
+                print(f"| {label} | {c['validation_score']:.4f} | {test:.4f} | "
+                      f"{report['wall_seconds']:.1f} | {report['cpu_seconds']:.1f} | {c['fit_seconds']:.1f} "
+                      f"| {report['process_peak_memory_mb']:.0f} |")
             speedup = off["cpu_seconds"] / on["cpu_seconds"]
             loss = off_test - on_test
             if pruning:
                 print(f"\nOneHop pruning over the {pruning['graphs']} training graphs: "
                       f"{pruning['nodes_before']:,} -> {pruning['nodes_after']:,} nodes "
-                      f"({pruning['node_reduction']:.1f}x), {pruning['edges_before']:,} -> {pruning['edges_after']:,} "
-                      f"edges ({pruning['edge_reduction']:.1f}x)")
+                      f"({pruning['node_reduction']:.1f}x), {pruning['edges_before']:,} -> "
+                      f"{pruning['edges_after']:,} edges ({pruning['edge_reduction']:.1f}x)")
             print(f"end-to-end speed-up (CPU time): {speedup:.1f}x (target >= {TARGET_SPEEDUP}x); "
                   f"wall: {off['wall_seconds'] / on['wall_seconds']:.1f}x; "
                   f"test tau lost: {loss:+.4f} (target <= {TARGET_TAU_LOSS})")

@@ -94,7 +94,8 @@ def run(repeats: int = 5, slow_draws: int = 3) -> dict:
         scored = load_graph_scores(submission_path, solution)
         resample_s = _median_time(lambda: report(scored, draws=DRAWS), repeats)
         result = report(scored, draws=DRAWS)
-        if abs(result.overall.estimate - cli["score"]) > 1e-12 or abs(result.overall.low - cli["ci_low"]) > 1e-12:
+        if (abs(result.overall.estimate - cli["score"]) > 1e-12
+                or abs(result.overall.low - cli["ci_low"]) > 1e-12):
             raise SystemExit("the command and the in-process report disagree")
         other = load_graph_scores(submission_path, solution, name="b")
         compare_s = _median_time(lambda: compare(scored, other, draws=DRAWS), repeats)
@@ -141,7 +142,8 @@ def run(repeats: int = 5, slow_draws: int = 3) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--slow-draws", type=int, default=3, help="draws the per-graph baseline really runs")
     args = parser.parse_args()

@@ -1,7 +1,7 @@
 """A Kaggle-sized solution and submission, for the scoring benchmarks.
 
-Shaped like the real test set (docs/competition.md, The task): 844 tile graphs holding about one million configs in all
-(2 to ~10,000 per graph, skewed like the real counts) and 8 + 8 + 17 + 17 layout graphs of 1000
+Shaped like the real test set (docs/competition.md, The task): 844 tile graphs holding about one million
+configs in all (2 to ~10,000 per graph, skewed like the real counts) and 8 + 8 + 17 + 17 layout graphs of 1000
 configs. Runtimes have ties and duplicates; the submission is a noisy ranking (neither perfect nor
 random), so every code path of the metric does real work.
 """
@@ -15,7 +15,8 @@ import numpy as np
 
 from competition.collections import COLLECTIONS
 
-LAYOUT_GRAPHS = {"layout:xla:default": 8, "layout:xla:random": 8, "layout:nlp:default": 17, "layout:nlp:random": 17}
+LAYOUT_GRAPHS = {"layout:xla:default": 8, "layout:xla:random": 8, "layout:nlp:default": 17,
+                 "layout:nlp:random": 17}
 TILE_GRAPHS = 844
 TILE_TOTAL_CONFIGS = 1_000_000
 LAYOUT_CONFIGS = 1000
@@ -52,7 +53,8 @@ def write_case(out_dir: str | Path, seed: int = 0) -> tuple[Path, Path]:
             submission_rows.append([row_id, ";".join(map(str, noisy))])
     solution, submission = out / "solution.csv", out / "submission.csv"
     with open(solution, "w", newline="") as fh:
-        csv.writer(fh, lineterminator="\n").writerows([["ID", "Runtimes", "Normalizers", "Usage"], *solution_rows])
+        csv.writer(fh, lineterminator="\n").writerows([["ID", "Runtimes", "Normalizers", "Usage"],
+                                                       *solution_rows])
     order = rng.permutation(len(submission_rows))  # rows in any order, as Kaggle accepts
     with open(submission, "w", newline="") as fh:
         csv.writer(fh, lineterminator="\n").writerows(

@@ -32,8 +32,8 @@ class Measured:
 
 def measure_command(cmd: list[str]) -> Measured:
     """Run ``cmd`` from the project root with the project importable; RuntimeError if it fails."""
-    wrapper = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, check=True,
-                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wrapper = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True,
+                             check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     result = json.loads(wrapper.stdout)
     if result["rc"]:
         raise RuntimeError(f"{' '.join(cmd[:4])} ... failed (exit {result['rc']}):\n{result['stderr']}")
@@ -114,7 +114,8 @@ def measure_tree(cmd: list[str], *, log: Path | None = None, timeout: float | No
     try:
         # The wrapper (a few MB, counted in the tree) reports the tree's exact getrusage figures.
         proc = subprocess.Popen([sys.executable, "-c", _TREE_WRAPPER, str(usage), *cmd], cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+                                stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
         peak, interrupted = 0, None
         while proc.poll() is None:
             peak = max(peak, _tree_rss_kib(proc.pid))

@@ -1,4 +1,5 @@
-"""Deterministic synthetic layout graphs at the real extremes (docs/competition.md, Data format), for benchmarks.
+"""Deterministic synthetic layout graphs at the real extremes (docs/competition.md, Data format), for
+benchmarks.
 
 - ``xla_layout_graph()``: the largest xla layout graph's size, 43,615 nodes, 72,000 edges and 2,250
   configurable nodes, shaped like HLO: about one node in six is a source (parameter, constant), most
@@ -51,7 +52,8 @@ def _random_dag(rng: np.random.Generator, num_nodes: int, num_edges: int) -> np.
     v = u - np.minimum(offset, u)
     keys = np.unique(u * num_nodes + v)
     if keys.shape[0] < num_edges:
-        raise ValueError(f"only {keys.shape[0]} distinct edges drawn for {num_nodes} nodes; ask for fewer edges")
+        raise ValueError(f"only {keys.shape[0]} distinct edges drawn for {num_nodes} nodes; ask "
+                         "for fewer edges")
     keys = np.sort(rng.choice(keys, size=num_edges, replace=False))
     return np.stack([keys // num_nodes, keys % num_nodes], axis=1)
 
@@ -96,10 +98,12 @@ def xla_layout_graph(
     has_operands = np.flatnonzero(np.bincount(edges[:, 0], minlength=num_nodes) > 0)
     config_ids = np.sort(rng.choice(has_operands, size=num_configurable, replace=False)).astype(np.int64)
     opcode = rng.choice([o for o in range(1, 121) if o not in CONFIGURABLE_OPCODES.values()], size=num_nodes)
-    opcode[config_ids] = rng.choice(list(CONFIGURABLE_OPCODES.values()), size=num_configurable, p=[0.5, 0.3, 0.2])
+    opcode[config_ids] = rng.choice(list(CONFIGURABLE_OPCODES.values()), size=num_configurable,
+                                    p=[0.5, 0.3, 0.2])
     candidates = _layout_rows(rng, num_configurable * 4).reshape(num_configurable, 4, LAYOUT_CONFIG_DIM)
     pick = rng.integers(0, 4, size=(num_configs, num_configurable))
-    splits = np.unique(np.concatenate([[0], rng.choice(np.arange(1, num_nodes), size=num_computations - 1, replace=False)]))
+    splits = np.unique(np.concatenate([[0], rng.choice(np.arange(1, num_nodes), size=num_computations - 1,
+                                                       replace=False)]))
     return LayoutGraph(
         node_feat=_node_feat(rng, num_nodes),
         node_opcode=opcode.astype(np.uint8),
@@ -181,19 +185,22 @@ def worst_case_nlp_npz(path: Path, *, num_configs: int = NLP_CONFIGS) -> Path:
     if not path.exists():
         started = time.perf_counter()
         write_nlp_npz(path, num_configs=num_configs)
-        print(f"generated {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - started:.0f} s")
+        print(f"generated {path} ({path.stat().st_size / 2**20:.0f} MiB) in "
+              f"{time.perf_counter() - started:.0f} s")
     return path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="npz file to write")
     parser.add_argument("--configs", type=int, default=NLP_CONFIGS)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     write_nlp_npz(args.out, num_configs=args.configs, seed=args.seed, progress=True)
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - started:.1f} s")
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in "
+          f"{time.perf_counter() - started:.1f} s")
     return 0
 
 

@@ -23,7 +23,8 @@ class DataFormatError(ValueError):
 
 
 class RowError(ValueError):
-    """A TopConfigs cell that breaks the per-row rule; ``rule`` is its code in ``competition.submission.RULES``."""
+    """A TopConfigs cell that breaks the per-row rule; ``rule`` is its code in
+    ``competition.submission.RULES``."""
 
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)

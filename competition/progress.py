@@ -116,7 +116,8 @@ def progress(
         return _TqdmBar(iterable, total=total, desc=desc, unit=unit, unit_scale=unit_scale, initial=initial,
                         leave=leave, stream=stream)
     if mode == "notebook":
-        return _NotebookBar(iterable, total=total, desc=desc, unit=unit, unit_scale=unit_scale, initial=initial,
+        return _NotebookBar(iterable, total=total, desc=desc, unit=unit, unit_scale=unit_scale,
+                            initial=initial,
                             leave=leave)
     if mode == "lines":
         return _LineBar(iterable, total=total, desc=desc, unit=unit, unit_scale=unit_scale, initial=initial,
@@ -191,11 +192,13 @@ class Progress:
         elapsed = time.monotonic() - self.started
         bar_format = None  # tqdm's bar
         if not width:  # a plain line: no bar characters
-            bar_format = ("{desc}{percentage:3.0f}% {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
+            bar_format = ("{desc}{percentage:3.0f}% {n_fmt}/{total_fmt} [{elapsed}<{remaining}, "
+                          "{rate_fmt}{postfix}]"
                           if self.total else "{desc}{n_fmt} [{elapsed}, {rate_fmt}{postfix}]")
         prefix = f"{self.desc}: " if self.desc else ""
         return tqdm.format_meter(self.n, self.total, elapsed, ncols=width, prefix=prefix, unit=self.unit,
-                                 unit_scale=self.unit_scale, postfix=self.postfix or None, bar_format=bar_format,
+                                 unit_scale=self.unit_scale, postfix=self.postfix or None,
+                                 bar_format=bar_format,
                                  ascii=False)
 
 

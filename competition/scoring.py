@@ -8,9 +8,9 @@ The solution file (``private/solution.csv``) has the columns ``ID,Runtimes,Norma
 ``Runtimes`` the ``;``-joined int64 runtimes in config order, ``Normalizers`` the same for tile rows
 and empty for layout rows, ``Usage`` one of ``Public``, ``Private`` or ``Ignored``.
 
-Aggregation (docs/competition.md, The metric): a collection's score is the mean of its graphs' scores; a final score is the
-unweighted mean of the collection scores. ``public`` and ``private`` use only the rows of that usage;
-``score`` uses Public and Private rows; Ignored rows are validated but never scored. A collection
+Aggregation (docs/competition.md, The metric): a collection's score is the mean of its graphs' scores; a final
+score is the unweighted mean of the collection scores. ``public`` and ``private`` use only the rows of that
+usage; ``score`` uses Public and Private rows; Ignored rows are validated but never scored. A collection
 with no rows of a usage is left out of that usage's mean (it cannot pull the mean toward any
 value); when no collection has rows the score is 0.0, so a leaderboard never sees NaN.
 """
@@ -201,7 +201,8 @@ def _read_solution(reader: Iterable[list[str]], name: str) -> Solution:
         unfit = collection.task.check_normalizers(runtimes, normalizers, where, row_id)
         if unfit:
             raise SolutionFormatError(unfit)
-        bucket = parts.setdefault(collection.name, {"ids": [], "runtimes": [], "normalizers": [], "usage": []})
+        bucket = parts.setdefault(collection.name,
+                                  {"ids": [], "runtimes": [], "normalizers": [], "usage": []})
         bucket["ids"].append(row_id)
         bucket["runtimes"].append(runtimes)
         bucket["normalizers"].append(normalizers)
@@ -250,7 +251,8 @@ def score_rows(rows: Mapping[str, np.ndarray], solution: Solution) -> ScoreRepor
         is_private = labels.usage == PRIVATE
         counts[name] = {"Public": int(is_public.sum()), "Private": int(is_private.sum()),
                         "Ignored": int((labels.usage == IGNORED).sum())}
-        for target, mask in ((everything, is_public | is_private), (public, is_public), (private, is_private)):
+        for target, mask in ((everything, is_public | is_private), (public, is_public),
+                             (private, is_private)):
             if mask.any():
                 target[name] = float(scores[mask].mean())
     return ScoreReport(

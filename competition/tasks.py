@@ -125,7 +125,8 @@ class Task:
 
     # -- labels and scoring ------------------------------------------------------------------------
 
-    def check_normalizers(self, runtimes: np.ndarray, normalizers: np.ndarray, where: str, row_id: str) -> str | None:
+    def check_normalizers(self, runtimes: np.ndarray, normalizers: np.ndarray, where: str,
+                          row_id: str) -> str | None:
         """Why a solution row's Normalizers do not fit this task (None when they do)."""
         raise NotImplementedError
 
@@ -167,8 +168,8 @@ class TileTask(Task):
         return None  # a full ranking is tolerated; only the first k indices count
 
     def expectation(self, n_configs: int) -> str:
-        return (f"at least {self.required_length(n_configs)} distinct config indices out of 0..{n_configs - 1}, "
-                f"fastest first, separated by ';'")
+        return (f"at least {self.required_length(n_configs)} distinct config indices out of "
+                f"0..{n_configs - 1}, fastest first, separated by ';'")
 
     def implied_config_count(self, listed: int, indices: list[int]) -> int:
         return max([listed, *(i + 1 for i in indices)])
@@ -184,11 +185,12 @@ class TileTask(Task):
         only = "only " if n_configs < self.k else ""
         return RowError(
             "too-short",
-            f"tile row lists {count} config{plural(count)}; expected at least {self.required_length(n_configs)} "
-            f"(the graph has {only}{n_configs} configs)",
+            f"tile row lists {count} config{plural(count)}; expected at least "
+            f"{self.required_length(n_configs)} (the graph has {only}{n_configs} configs)",
         )
 
-    def check_normalizers(self, runtimes: np.ndarray, normalizers: np.ndarray, where: str, row_id: str) -> str | None:
+    def check_normalizers(self, runtimes: np.ndarray, normalizers: np.ndarray, where: str,
+                          row_id: str) -> str | None:
         if normalizers.size != runtimes.size or normalizers.min() <= 0:
             return (f"{where}: tile row {row_id} needs one positive normalizer per runtime "
                     f"({runtimes.size}), got {normalizers.size}")
@@ -229,10 +231,12 @@ class LayoutTask(Task):
         return RowError(
             "incomplete-permutation",
             f"layout row must be a full permutation of 0..{n_configs - 1}; {missing.size} "
-            f"config{plural(missing.size)} {'is' if missing.size == 1 else 'are'} missing, e.g. {int(missing[0])}",
+            f"config{plural(missing.size)} {'is' if missing.size == 1 else 'are'} missing, e.g. "
+            f"{int(missing[0])}",
         )
 
-    def check_normalizers(self, runtimes: np.ndarray, normalizers: np.ndarray, where: str, row_id: str) -> str | None:
+    def check_normalizers(self, runtimes: np.ndarray, normalizers: np.ndarray, where: str,
+                          row_id: str) -> str | None:
         return f"{where}: layout row {row_id} must leave Normalizers empty" if normalizers.size else None
 
     def ranking_target(self, runtimes: np.ndarray, normalizers: np.ndarray | None) -> np.ndarray:

@@ -152,7 +152,8 @@ def error_page_html(title: str, message: str, status_code: int) -> str:
 
 
 def _error_page(title: str, message: str, status_code: int, headers: dict | None = None) -> HTMLResponse:
-    return HTMLResponse(error_page_html(title, message, status_code), status_code=status_code, headers=headers)
+    return HTMLResponse(error_page_html(title, message, status_code), status_code=status_code,
+                        headers=headers)
 
 
 _TITLES = {401: "Not signed in", 403: "Refused", 404: "Not found", 405: "Not allowed here", 409: "Conflict",
@@ -170,8 +171,10 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> Response:
         # Name the fields only: FastAPI's default answer echoes the input back.
-        fields = sorted({".".join(str(p) for p in err.get("loc", ())[1:]) or "request" for err in exc.errors()})
-        message = f"Bad request: check {', '.join(fields)} (a submission is a multipart upload in the field 'file')."
+        fields = sorted({".".join(str(p) for p in err.get("loc", ())[1:]) or "request"
+                         for err in exc.errors()})
+        message = (f"Bad request: check {', '.join(fields)} (a submission is a multipart upload in the field "
+                   "'file').")
         if _wants_json(request.url.path):
             return JSONResponse({"detail": message}, status_code=422)
         return _error_page("Bad request", message, 422)
@@ -184,7 +187,8 @@ def _add_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             detail = f"There is no page at {request.url.path}. The pages are listed at the top."
         elif exc.status_code == 405:
-            detail = f"{request.method} is not how {request.url.path} is used; follow a link or a form of this site."
+            detail = (f"{request.method} is not how {request.url.path} is used; follow a link or a form "
+                      "of this site.")
         return _error_page(_TITLES.get(exc.status_code, "Refused"), detail, exc.status_code, exc.headers)
 
     @app.exception_handler(Exception)
@@ -280,11 +284,13 @@ class UploadSizeLimit:
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         limit_mib = (self.max_body_bytes - MULTIPART_SLACK_BYTES) / 2**20
-        message = f"The upload is larger than the server's limit of {limit_mib:.1f} MiB. Nothing was stored or counted."
+        message = (f"The upload is larger than the server's limit of {limit_mib:.1f} MiB. "
+                   "Nothing was stored or counted.")
         if _wants_json(scope["path"]):
             body, content_type = json.dumps({"detail": message}).encode(), b"application/json"
         else:  # a web form: the site's error page, not raw JSON
-            body, content_type = error_page_html(_TITLES[413], message, 413).encode(), b"text/html; charset=utf-8"
+            body, content_type = (error_page_html(_TITLES[413], message, 413).encode(),
+                                  b"text/html; charset=utf-8")
         await send({"type": "http.response.start", "status": 413, "headers": [
             (b"content-type", content_type), (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),

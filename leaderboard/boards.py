@@ -35,7 +35,8 @@ class BoardEntry:
     submitted_at: datetime  # ... and when it arrived
     team_id: int = 0
     collections: dict[str, float] | None = None  # that submission's per-collection scores on this board
-    # Private board with the host's interval option, once shown: leaderboard.intervals.private_interval's dict.
+    # Private board with the host's interval option, once shown: leaderboard.intervals.private_interval's
+    # dict.
     interval: dict | None = None
 
     @property
@@ -89,8 +90,8 @@ def public_board(db: Database) -> list[BoardEntry]:
         rows = session.execute(query).all()
     return [
         BoardEntry(rank=i, team=r.team, score=float(r.score), entries=int(r.entries),
-                   last_submission=r.last_submission, submission_id=r.submission_id, submitted_at=r.submitted_at,
-                   team_id=r.team_id, collections=r.collections)
+                   last_submission=r.last_submission, submission_id=r.submission_id,
+                   submitted_at=r.submitted_at, team_id=r.team_id, collections=r.collections)
         for i, r in enumerate(rows, start=1)
     ]
 
@@ -130,9 +131,11 @@ def private_board(db: Database, max_selected: int, *, intervals: bool = False) -
     )
     by_team: dict[tuple[int, str], list[_Scored]] = {}
     with db.reader() as session:
-        for team_id, name, sub_id, created, public, private, selected, collections, interval in session.execute(query):
+        for (team_id, name, sub_id, created, public, private, selected, collections,
+             interval) in session.execute(query):
             by_team.setdefault((team_id, name), []).append(
-                _Scored(sub_id, created, public, private, bool(selected), collections, interval if intervals else None))
+                _Scored(sub_id, created, public, private, bool(selected), collections,
+                        interval if intervals else None))
     best = []
     for team, subs in by_team.items():
         top = min(final_submissions(subs, max_selected), key=lambda s: (-s.private, s.created_at, s.id))
@@ -154,7 +157,8 @@ def final_ids(db: Database, team_id: int, max_selected: int) -> tuple[list[int],
     query = (select(Submission.id, Submission.created_at, Submission.public_score, Submission.selected)
              .where(Submission.team_id == team_id, Submission.status == SCORED))
     with db.reader() as session:
-        subs = [_Scored(i, created, public, 0.0, bool(selected)) for i, created, public, selected in session.execute(query)]
+        subs = [_Scored(i, created, public, 0.0, bool(selected))
+                for i, created, public, selected in session.execute(query)]
     final = final_submissions(subs, max_selected)
     return [s.id for s in final], any(s.selected for s in subs)
 

@@ -60,7 +60,8 @@ def _one_csv(folder, preferred, what):
         return named[0]
     if len(found) == 1:
         return found[0]
-    raise Refused(f"expected exactly one CSV file in the {{what}} (or one called {{preferred}}), found {{len(found)}}")
+    raise Refused(f"expected exactly one CSV file in the {{what}} (or one called {{preferred}}), "
+                  f"found {{len(found)}}")
 
 
 def _key(name):

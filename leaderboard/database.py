@@ -54,7 +54,8 @@ def make_engine(url: str) -> Engine:
         ) from None
     try:
         if parsed.get_backend_name() == "sqlite":
-            engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False})
+            engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S,
+                                                         "check_same_thread": False})
             _configure_sqlite(engine)
         else:
             engine = create_engine(parsed, pool_pre_ping=True, pool_size=10, max_overflow=20)

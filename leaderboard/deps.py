@@ -107,7 +107,8 @@ async def submit_file(leaderboard: Leaderboard, scorer: Scorer, cache: BoardCach
 
 
 def file_response(file_name: str, content: bytes, whole: bool) -> Response:
-    """A submitted file as a download (never rendered by the browser); a partly kept one says so in its name."""
+    """A submitted file as a download (never rendered by the browser); a partly kept one says so in its
+    name."""
     from urllib.parse import quote
 
     name = file_name if whole else f"first-{len(content)}-bytes-of-{file_name}"

@@ -72,5 +72,6 @@ class Settings:
         for key, default in asdict(cls()).items():
             raw = environ.get(ENV_PREFIX + key.upper())
             if raw is not None:
-                values[key] = raw.strip().lower() in ("1", "true", "yes") if isinstance(default, bool) else type(default)(raw)
+                values[key] = (raw.strip().lower() in ("1", "true", "yes") if isinstance(default, bool)
+                               else type(default)(raw))
         return cls(**values)

@@ -37,7 +37,8 @@ from pathlib import Path
 
 DEFAULT_VERSION = "2.1.2"
 EXIT_NO_TORCH, EXIT_NO_COMPILER, EXIT_BUILD_FAILED, EXIT_CHECK_FAILED = 3, 4, 5, 6
-FALLBACK_NOTE = "the kit keeps working without it: solutions.accel uses torch's own scatter ops (same results)"
+FALLBACK_NOTE = ("the kit keeps working without it: solutions.accel uses torch's own scatter ops "
+                 "(same results)")
 
 # Run in a fresh interpreter after installing: the extension must load and agree with torch.
 CHECK = """
@@ -109,7 +110,8 @@ def build_wheel(version: str, key_dir: Path, source: Path | None = None) -> Path
                "--wheel-dir", tmp]
         # torch-scatter's setup.py turns ninja off, so its files compile one after another.
         origin = f" from {source}" if source else ""
-        say(f"compiling torch-scatter {version}{origin} (one file at a time: several minutes); log: {log_path}")
+        say(f"compiling torch-scatter {version}{origin} (one file at a time: several minutes); "
+            f"log: {log_path}")
         with log_path.open("w") as log:
             log.write(" ".join(cmd) + "\n")
             log.flush()
@@ -131,8 +133,10 @@ def tail(path: Path, lines: int = 25) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build, cache and install torch-scatter for the installed torch.")
-    parser.add_argument("--version", default=DEFAULT_VERSION, help="torch-scatter release (default %(default)s)")
+    parser = argparse.ArgumentParser(description="Build, cache and install torch-scatter for the "
+                                                 "installed torch.")
+    parser.add_argument("--version", default=DEFAULT_VERSION,
+                        help="torch-scatter release (default %(default)s)")
     parser.add_argument("--cache", type=Path, default=None,
                         help="wheel cache folder (default: <pip cache dir>/tpugraphs-accel)")
     parser.add_argument("--source", type=Path, default=None,
@@ -145,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     if torch_info is None:
         say(f"torch is not installed for {sys.executable}; install the kit first (make install)")
         return EXIT_NO_TORCH
-    cache = args.cache or Path(os.environ.get("TPUGRAPHS_ACCEL_CACHE", "") or pip_cache_dir() / "tpugraphs-accel")
+    cache = args.cache or Path(os.environ.get("TPUGRAPHS_ACCEL_CACHE", "")
+                               or pip_cache_dir() / "tpugraphs-accel")
     key_dir = cache / cache_key(args.version, torch_info)
     cached = sorted(key_dir.glob("torch_scatter-*.whl"))
     compiler = find_compiler()
@@ -155,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                           "compiler": compiler, "installed": installed_version()}, indent=2))
         return 0
 
-    say(f"torch {torch_info['torch']} ({torch_info['cuda']}), Python {platform.python_version()}, {sys.executable}")
+    say(f"torch {torch_info['torch']} ({torch_info['cuda']}), Python {platform.python_version()}, "
+        f"{sys.executable}")
     have = installed_version()
     if have == args.version and not args.rebuild:
         say(f"torch-scatter {have} is already installed and loads with this torch; nothing to do")

@@ -87,17 +87,20 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
     return total / count.view(view)
 
 
-def scatter_sum(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: int | None = None) -> torch.Tensor:
+def scatter_sum(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0,
+                dim_size: int | None = None) -> torch.Tensor:
     """Sum per group; see ``scatter``."""
     return scatter(src, index, dim=dim, dim_size=dim_size, reduce="sum")
 
 
-def scatter_mean(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: int | None = None) -> torch.Tensor:
+def scatter_mean(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0,
+                 dim_size: int | None = None) -> torch.Tensor:
     """Mean per group (0 for an empty group); see ``scatter``."""
     return scatter(src, index, dim=dim, dim_size=dim_size, reduce="mean")
 
 
-def scatter_max(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: int | None = None) -> torch.Tensor:
+def scatter_max(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0,
+                dim_size: int | None = None) -> torch.Tensor:
     """Maximum per group (0 for an empty group); see ``scatter``."""
     return scatter(src, index, dim=dim, dim_size=dim_size, reduce="max")
 
@@ -118,7 +121,8 @@ def segment(src: torch.Tensor, ptr: torch.Tensor, *, reduce: str = "sum") -> tor
     if reduce not in REDUCTIONS:
         raise ValueError(f"unknown reduce {reduce!r}; expected one of {', '.join(REDUCTIONS)}")
     if ptr.dim() != 1 or ptr.numel() < 1 or int(ptr[0]) != 0 or int(ptr[-1]) != src.shape[0]:
-        raise ValueError(f"ptr must be 1-D offsets from 0 to {src.shape[0]} (rows of src); got {ptr.tolist()[:8]}")
+        raise ValueError(f"ptr must be 1-D offsets from 0 to {src.shape[0]} (rows of src); got "
+                         f"{ptr.tolist()[:8]}")
     counts = ptr[1:] - ptr[:-1]
     if bool((counts < 0).any()):
         raise ValueError(f"ptr must be non-decreasing offsets; got {ptr.tolist()[:8]}")
@@ -130,6 +134,7 @@ def segment(src: torch.Tensor, ptr: torch.Tensor, *, reduce: str = "sum") -> tor
         # When training: segment_reduce's backward is ~3x faster than scatter_reduce_'s (its forward is
         # slower, so prediction keeps scatter_reduce_). Both share a tie's gradient evenly.
         out = torch.segment_reduce(src, "max", lengths=counts, axis=0, unsafe=True)
-        return out.masked_fill((counts == 0).view(-1, *[1] * (src.dim() - 1)), 0)  # an empty segment: -inf -> 0
+        # an empty segment: -inf -> 0
+        return out.masked_fill((counts == 0).view(-1, *[1] * (src.dim() - 1)), 0)
     index = torch.repeat_interleave(torch.arange(counts.numel(), device=src.device), counts)
     return scatter(src, index, dim=0, dim_size=counts.numel(), reduce=reduce)

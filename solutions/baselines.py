@@ -31,7 +31,8 @@ def _test_graphs(data_dir: str | Path, collections: tuple[Collection, ...]) -> l
     ]
 
 
-def sample_rows(data_dir: str | Path, collections: tuple[Collection, ...] = COLLECTIONS) -> dict[str, np.ndarray]:
+def sample_rows(data_dir: str | Path,
+                collections: tuple[Collection, ...] = COLLECTIONS) -> dict[str, np.ndarray]:
     """The identity ranking, as in ``sample_submission.csv``."""
     rows = {}
     for row_id, n in _test_graphs(data_dir, collections):
@@ -80,7 +81,8 @@ class RandomMethod:
     def __init__(self, seed: int = 0) -> None:
         self.seed = int(seed)
 
-    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource,
+            options: FitOptions) -> None:
         """Nothing to learn; adopts ``options.seed`` so a run's seed decides the ranking."""
         self.seed = int(options.seed)
 

@@ -46,7 +46,8 @@ examples:
   tpugraphs solve --data data/demo/public --out sub.csv --param pruning=khop:3
   tpugraphs solve --data data/demo/public --method gbdt --out sub.csv --seeds 0,1,2
   tpugraphs solve --data data/kaggle --out sub.csv --collection layout:nlp:random --cache-dir cache/
-  tpugraphs solve --data data/kaggle --out sub.csv --param training=gst --param fusion=early --param pruning=none
+  tpugraphs solve --data data/kaggle --out sub.csv --param training=gst --param fusion=early \\
+    --param pruning=none
 
 several processes (the gnn; python -m solutions takes the same arguments as tpugraphs solve):
   torchrun --nproc_per_node=4 -m solutions --data data/kaggle --out sub.csv
@@ -64,12 +65,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data", metavar="PUBLIC_DIR",
                         help="data directory in the Kaggle layout (e.g. OUT/public from 'tpugraphs synth')")
-    parser.add_argument("--method", default="gnn", metavar="NAME", help="gnn (default), gbdt, heuristic or random")
+    parser.add_argument("--method", default="gnn", metavar="NAME",
+                        help="gnn (default), gbdt, heuristic or random")
     parser.add_argument("--out", metavar="SUB.csv", help="the submission file to write")
     parser.add_argument("--list-params", action="store_true",
-                        help="print the settings of --method (for --param) with their defaults and meanings, and exit")
+                        help="print the settings of --method (for --param) with their defaults and "
+                             "meanings, and exit")
     parser.add_argument("--collection", action="append", choices=COLLECTION_NAMES, metavar="NAME",
-                        help=f"solve only this collection (repeatable; default: all five: {', '.join(COLLECTION_NAMES)})")
+                        help="solve only this collection (repeatable; default: all five: "
+                             f"{', '.join(COLLECTION_NAMES)})")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default: 0)")
     parser.add_argument("--seeds", metavar="N,N,...",
                         help="train one model per seed and blend their rankings (rank-mean, as 'tpugraphs "
@@ -83,20 +87,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="no config de-duplication or compact config storage (--no-compress: the "
                              "former name)")
     parser.add_argument("--device", default="auto", metavar="auto|cpu|cuda",
-                        help="where learned methods run (default: auto, the GPU when torch sees one, else cpu; "
-                             "cuda, cuda:N to require a GPU)")
-    parser.add_argument("--model-dir", metavar="DIR", help="where models are saved / loaded (default: SUB.models/)")
+                        help="where learned methods run (default: auto, the GPU when torch sees "
+                             "one, else cpu; cuda, cuda:N to require a GPU)")
+    parser.add_argument("--model-dir", metavar="DIR",
+                        help="where models are saved / loaded (default: SUB.models/)")
     parser.add_argument("--predict-only", action="store_true",
                         help="load the models saved in --model-dir instead of training")
     parser.add_argument("--time-budget", type=float, metavar="SECONDS",
                         help="soft limit on training time per collection")
     parser.add_argument("--cache-dir", metavar="DIR",
-                        help="read layout graphs through a processed cache kept here (memory-mapped int8 configs, "
-                             "built once per file and reused while fresh): training, validation and test "
-                             "prediction then never load a 100k-config graph whole (every method; same results)")
+                        help="read layout graphs through a processed cache kept here (memory-mapped "
+                             "int8 configs, built once per file and reused while fresh): training, "
+                             "validation and test prediction then never load a 100k-config graph whole "
+                             "(every method; same results)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting of the method (repeatable), e.g. layout_epochs=40; --list-params shows "
-                             "each setting's type, default and allowed values (none, true, false as words)")
+                        help="a setting of the method (repeatable), e.g. layout_epochs=40; "
+                             "--list-params shows each setting's type, default and allowed values (none, "
+                             "true, false as words)")
     parser.add_argument("--json", nargs="?", const="-", metavar="REPORT.json",
                         help="the report as one JSON document: on stdout with no file name (progress and the "
                              "per-collection lines then go to stderr), else also written to REPORT.json; "
@@ -117,7 +124,8 @@ def param_texts(items: list[str], *, no_prune: bool) -> dict[str, str]:
         if not sep or not key:
             raise UsageError(f"--param {item}: expected NAME=VALUE, e.g. --param layout_epochs=40")
         if key in texts and texts[key] != text:
-            raise UsageError(f"--param {key}={texts[key]} and --param {key}={text} contradict each other; give one")
+            raise UsageError(f"--param {key}={texts[key]} and --param {key}={text} contradict each "
+                             "other; give one")
         texts[key] = text
     if no_prune:
         if texts.get("pruning", NO_PRUNING).strip() != NO_PRUNING:
@@ -128,7 +136,8 @@ def param_texts(items: list[str], *, no_prune: bool) -> dict[str, str]:
 
 
 def parse_seeds(text: str | None, seed: int) -> list[int] | None:
-    """``"0,1,2"`` -> ``[0, 1, 2]``; None when ``--seeds`` was not given. ``--seed`` must then be left alone."""
+    """``"0,1,2"`` -> ``[0, 1, 2]``; None when ``--seeds`` was not given. ``--seed`` must then be left
+    alone."""
     from competition.errors import UsageError
 
     if text is None:
@@ -181,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-budget must be > 0 seconds, got {args.time_budget}")
     texts = param_texts(args.param, no_prune=not args.prune)
     if not args.prune and args.method in METHODS and args.method != "gnn":
-        raise UsageError(f"--no-prune: --method {args.method} prunes no graphs (only the gnn has a pruning setting)")
+        raise UsageError(f"--no-prune: --method {args.method} prunes no graphs (only the gnn has a "
+                         "pruning setting)")
     try:  # every --param read and checked by the method's schema before any data is read
         params = parse_method_params(args.method, texts)
     except SolveError as exc:
@@ -197,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
         report = solve(
             args.data, args.method, args.out, collections=args.collection, options=options,
             model_dir=args.model_dir, predict_only=args.predict_only, method_params=params,
-            log=lambda line: print(line, flush=True, file=sys.stderr if to_stdout else sys.stdout), seeds=seeds,
+            log=lambda line: print(line, flush=True, file=sys.stderr if to_stdout else sys.stdout),
+            seeds=seeds,
         )
     except SolveError as exc:
         raise UsageError(str(exc)) from None
@@ -207,8 +218,8 @@ def run(args: argparse.Namespace) -> int:
         where = f" ({exc.filename})" if exc.filename else ""
         return _input_failed(f"cannot write: {exc.strerror or exc}{where}", to_stdout)
     if report is None:  # a torchrun process other than rank 0: that one reports and writes the file
-        print(f"tpugraphs solve: rank {os.environ.get('RANK', '?')} done; rank 0 wrote {args.out}", flush=True,
-              file=sys.stderr if to_stdout else sys.stdout)
+        print(f"tpugraphs solve: rank {os.environ.get('RANK', '?')} done; rank 0 wrote {args.out}",
+              flush=True, file=sys.stderr if to_stdout else sys.stdout)
         return 0
     if to_stdout:
         print(json.dumps(report.to_json_dict(), indent=2))

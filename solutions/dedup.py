@@ -1,8 +1,8 @@
 """Config and (node, config) deduplication: do the work once per distinct row, scatter back.
 
-Duplicate configs are common in the released data (docs/competition.md, Data format and What the winners did): identical ``node_config_feat``
-matrices measured several times, with runtimes a few tenths of a percent apart; some nlp graphs are
-over 98 % duplicates. Three tools:
+Duplicate configs are common in the released data (docs/competition.md, Data format and What the winners did):
+identical ``node_config_feat`` matrices measured several times, with runtimes a few tenths of a percent apart;
+some nlp graphs are over 98 % duplicates. Three tools:
 
 - ``deduplicate_configs(rows, runtimes, policy=...)``: the distinct configs of one graph, each
   config's distinct id (``inverse``), and one runtime per distinct config chosen by a documented
@@ -76,7 +76,8 @@ class DedupResult:
         """Scatter values computed per distinct config back to every config: (u, ...) -> (c, ...)."""
         per_unique = np.asarray(per_unique)
         if per_unique.shape[:1] != (self.num_unique,):
-            raise ValueError(f"expected {self.num_unique} values (one per distinct config), got shape {per_unique.shape}")
+            raise ValueError(f"expected {self.num_unique} values (one per distinct config), got shape "
+                             f"{per_unique.shape}")
         return per_unique[self.inverse]
 
 
@@ -223,7 +224,8 @@ def deduplicate_configs(
     array([103., 200.])
     """
     if policy not in POLICIES:
-        raise ValueError(f"unknown duplicate-runtime policy {policy!r}; expected one of {', '.join(POLICIES)}")
+        raise ValueError(f"unknown duplicate-runtime policy {policy!r}; expected one of "
+                         f"{', '.join(POLICIES)}")
     configs = np.asarray(config_matrix_rows)
     if configs.ndim < 1:
         raise ValueError("config_matrix_rows must have a config axis first, shape (c, ...)")
@@ -231,7 +233,8 @@ def deduplicate_configs(
         runtimes = np.asarray(runtimes)
         if runtimes.shape != configs.shape[:1]:
             raise ValueError(
-                f"runtimes has shape {runtimes.shape} but there are {configs.shape[0]} configs; expected ({configs.shape[0]},)"
+                f"runtimes has shape {runtimes.shape} but there are {configs.shape[0]} configs; expected "
+                f"({configs.shape[0]},)"
             )
     first, inverse = unique_row_index(_config_keys(configs))
     counts = np.bincount(inverse, minlength=first.shape[0]).astype(np.int64)
@@ -302,7 +305,8 @@ def unique_node_config_pairs(node_config_feat: np.ndarray) -> tuple[np.ndarray, 
 def _unpack_codes(codes: np.ndarray) -> np.ndarray:
     """(u,) int64 codes from ``pack_layout_vector_codes`` -> (u, 18) float32 rows."""
     packed = np.stack(
-        [codes // PACKED_VECTOR_LIMIT**2, (codes // PACKED_VECTOR_LIMIT) % PACKED_VECTOR_LIMIT, codes % PACKED_VECTOR_LIMIT],
+        [codes // PACKED_VECTOR_LIMIT**2, (codes // PACKED_VECTOR_LIMIT) % PACKED_VECTOR_LIMIT,
+         codes % PACKED_VECTOR_LIMIT],
         axis=-1,
     )
     return unpack_layout_configs(packed)
@@ -340,5 +344,6 @@ def apply_unique(fn: Callable[[np.ndarray], np.ndarray], rows: np.ndarray) -> np
     first, inverse = unique_row_index(flat)
     out = np.asarray(fn(flat[first]))
     if out.shape[:1] != first.shape:
-        raise ValueError(f"fn returned shape {out.shape} for {first.shape[0]} distinct rows; expected ({first.shape[0]}, ...)")
+        raise ValueError(f"fn returned shape {out.shape} for {first.shape[0]} distinct rows; expected "
+                         f"({first.shape[0]}, ...)")
     return out[inverse].reshape(*rows.shape[:-1], *out.shape[1:])

@@ -36,7 +36,8 @@ SHORT = {"tile:xla": "tile", "layout:xla:default": "xla:def", "layout:xla:random
 NOISE_DRAWS = 2000
 
 
-def noise_marks(results: dict[str, tuple[SolveReport, ScoreReport]], solution: Solution) -> dict[str, tuple[str, str]]:
+def noise_marks(results: dict[str, tuple[SolveReport, ScoreReport]],
+                solution: Solution) -> dict[str, tuple[str, str]]:
     """Per method, a mark for its final validation and test score: ``*`` the best, ``~`` within noise of it.
 
     Within noise: the 95 % paired bootstrap interval of (method - best) over graphs contains 0
@@ -80,8 +81,8 @@ def results_table(results: dict[str, tuple[SolveReport, ScoreReport]],
         peak = max(c.peak_memory_mb for c in solved.collections)
         lines.append(f"{method:<10} " + " ".join(cells) + f" {final:>15} {solved.seconds:>7.0f} {peak:>8.0f}")
     if marks:
-        lines.append("final: * the best; ~ within noise of the best (its 95% paired bootstrap interval over graphs "
-                     "contains 0: valid graphs for valid, hidden test graphs for test)")
+        lines.append("final: * the best; ~ within noise of the best (its 95% paired bootstrap interval "
+                     "over graphs contains 0: valid graphs for valid, hidden test graphs for test)")
     return "\n".join(lines)
 
 
@@ -112,11 +113,13 @@ def real_data_line(model_dirs: dict[str, Path]) -> str:
         position[order] = np.arange(len(order))  # rank 0 = predicted fastest
         ci = tau_interval([position], [runtimes])
         cells.append(f"{method} {ci.estimate:+.2f} [{ci.low:+.2f}, {ci.high:+.2f}]")
-    return (f"== real data, one graph: the {REAL_COLLECTION} models rank the {len(runtimes)} measured configs "
-            f"of a real 3D U-Net (shipped with the kit; runtimes within 1.6 % of each other), Kendall tau with "
+    return (f"== real data, one graph: the {REAL_COLLECTION} models rank the {len(runtimes)} "
+            "measured configs of a real 3D U-Net (shipped with the kit; runtimes within 1.6 % of each "
+            "other), Kendall tau with "
             f"its 95 % interval over those configs:\n   " + "; ".join(cells) + "\n"
-            "   One graph is weak evidence, and the embedded competition does not yet teach what real runtimes "
-            "teach: 'make bench-real' ranks every real graph at hand (BENCHMARKS.md, \"Real data\").")
+            "   One graph is weak evidence, and the embedded competition does not yet teach what "
+            "real runtimes teach: 'make bench-real' ranks every real graph at hand (BENCHMARKS.md, "
+            "\"Real data\").")
 
 
 NEXT_STEPS = """
@@ -198,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     if results:
         print()
         print(real_data_line({m: solved.model_dir for m, (solved, _) in results.items()}))
-    print(f"\nmake demo finished in {time.perf_counter() - started:.0f} s. Submissions: {out / 'submissions'}; "
-          f"score one yourself:\n  {tpugraphs_command()} score {out / 'submissions' / 'gnn.csv'} --solution {solution_path}")
+    print(f"\nmake demo finished in {time.perf_counter() - started:.0f} s. Submissions: "
+          f"{out / 'submissions'}; score one yourself:\n  {tpugraphs_command()} score "
+          f"{out / 'submissions' / 'gnn.csv'} --solution {solution_path}")
     print(NEXT_STEPS.replace("\n  tpugraphs download", f"\n  {activate_line()}\n  tpugraphs download", 1))
     return 0 if results else 1
 

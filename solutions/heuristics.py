@@ -71,7 +71,8 @@ class HeuristicMethod:
     name = "heuristic"
     learned = False
 
-    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource,
+            options: FitOptions) -> None:
         """Nothing to learn (the rule uses no runtimes)."""
 
     def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
@@ -88,11 +89,13 @@ class HeuristicMethod:
         """Write ``path/heuristic.json`` (the rule version; ``path`` is a directory, created if needed)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        (path / HEURISTIC_FILE).write_text(json.dumps({"method": self.name, "rule_version": RULE_VERSION}) + "\n")
+        (path / HEURISTIC_FILE).write_text(json.dumps({"method": self.name,
+                                                       "rule_version": RULE_VERSION}) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> HeuristicMethod:
         data = json.loads((Path(path) / HEURISTIC_FILE).read_text())
         if data.get("rule_version") != RULE_VERSION:
-            raise ValueError(f"{path}: saved heuristic rule version {data.get('rule_version')}, this code has {RULE_VERSION}")
+            raise ValueError(f"{path}: saved heuristic rule version {data.get('rule_version')}, this code "
+                             f"has {RULE_VERSION}")
         return cls()

@@ -45,8 +45,8 @@ class SplitSource:
 
         Without ``cache_dir`` each file is loaded whole (``load_graph``), as iterating the source does.
         With it, layout graphs come from the processed cache under ``cache_dir`` (built on first use,
-        reused while fresh; ``competition.data.processed_cache``) as ``CachedLayoutGraph`` views whose configs stay
-        memory-mapped int8: read them by index or a chunk at a time. Tile graphs are always loaded whole
+        reused while fresh; ``competition.data.processed_cache``) as ``CachedLayoutGraph`` views whose configs
+        stay memory-mapped int8: read them by index or a chunk at a time. Tile graphs are always loaded whole
         (the largest tile file is a few MB).
         """
         if cache_dir is None or not self.collection.task.config_per_node:
@@ -71,8 +71,8 @@ class FitOptions:
     compress: bool = True  # config deduplication / compact storage
     progress: bool = True  # progress on anything a person waits for (competition.progress picks the form)
     time_budget_s: float | None = None  # soft limit on training time for this collection
-    # The processed cache of layout graphs (competition.data.processed_cache): when set, methods read layout graphs
-    # through it (SplitSource.graphs) in fit, and the runner hands them to predict the same way.
+    # The processed cache of layout graphs (competition.data.processed_cache): when set, methods read layout
+    # graphs through it (SplitSource.graphs) in fit, and the runner hands them to predict the same way.
     cache_dir: Path | None = None
 
 
@@ -90,14 +90,16 @@ class RankingMethod(Protocol):
 
     name: str
 
-    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource,
+            options: FitOptions) -> None:
         """Train on ``train``; ``valid`` may be used for model selection (early stopping, epochs)."""
 
     def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
         """(c,) float predicted runtime-like scores of the graph's configs, lower = faster.
 
-        A layout ``graph`` may be a ``competition.data.processed_cache.CachedLayoutGraph`` (runs with a cache folder):
-        its ``node_config_feat`` is a memory-mapped int8 array; read it by index or in chunks.
+        A layout ``graph`` may be a ``competition.data.processed_cache.CachedLayoutGraph``
+        (runs with a cache folder): its ``node_config_feat`` is a memory-mapped int8 array; read it by index
+        or in chunks.
         """
 
     def save(self, path: Path) -> None:

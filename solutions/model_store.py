@@ -120,16 +120,17 @@ def check_saved_run(model_dir: Path, method: str, collection_names: Iterable[str
     record = read_manifest(model_dir)
     if not record:
         raise ModelStoreError(f"{model_dir}: no saved models here ({MANIFEST} is missing); run without "
-                              f"--predict-only first (or point --model-dir at the folder a previous run wrote)")
+                              "--predict-only first (or point --model-dir at the folder a "
+                              "previous run wrote)")
     saved = record.get("method")
     if saved != method:
         raise ModelStoreError(f"{model_dir} holds {saved!r} models, not {method!r}; choose --method {saved} "
                               f"or another --model-dir")
     entries = record.get("collections")
     if record.get("format") != FORMAT or not isinstance(entries, dict):
-        raise ModelStoreError(f"{manifest_path} was written by an older kit that did not record which run wrote "
-                              f"each model, so a mix of runs cannot be ruled out; retrain (run without "
-                              f"--predict-only)")
+        raise ModelStoreError(f"{manifest_path} was written by an older kit that did not record "
+                              "which run wrote each model, so a mix of runs cannot be ruled out; retrain "
+                              f"(run without --predict-only)")
     problems = []
     folders = {}
     for name in collection_names:
@@ -142,12 +143,12 @@ def check_saved_run(model_dir: Path, method: str, collection_names: Iterable[str
         try:
             stamp = json.loads((folder / STAMP).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
-            problems.append(f"{name}: {folder} is missing or has no run stamp ({STAMP}); the run that listed it "
-                            f"({entry.get('run_id')}) did not leave it whole")
+            problems.append(f"{name}: {folder} is missing or has no run stamp ({STAMP}); the run "
+                            f"that listed it ({entry.get('run_id')}) did not leave it whole")
             continue
         if stamp.get("run_id") != entry.get("run_id"):
-            problems.append(f"{name}: {folder} was written by run {stamp.get('run_id')} but {MANIFEST} lists run "
-                            f"{entry.get('run_id')} (an interrupted run?)")
+            problems.append(f"{name}: {folder} was written by run {stamp.get('run_id')} but "
+                            f"{MANIFEST} lists run {entry.get('run_id')} (an interrupted run?)")
             continue
         folders[name] = folder
     if problems:

@@ -25,8 +25,8 @@ def describe(settings_class: type, defaults: object | None = None) -> list[Param
     ``defaults`` is an instance whose values are shown instead of the class defaults (e.g. the
     settings a method uses for tile collections).
     """
-    return [Param(row.name, getattr(defaults, row.name) if defaults is not None else row.default, row.allowed(),
-                  row.meaning) for row in schema(settings_class).values()]
+    return [Param(row.name, getattr(defaults, row.name) if defaults is not None else row.default,
+                  row.allowed(), row.meaning) for row in schema(settings_class).values()]
 
 
 def _shown(value: object) -> str:
@@ -41,10 +41,11 @@ def format_params(method: str, params: list[Param], note: str = "") -> str:
     width = max((len(p.name) for p in params), default=0)
     value_width = max((len(_shown(p.default)) for p in params), default=0)
     allowed_width = max((len(p.allowed) for p in params), default=0)
-    lines = [f"settings of --method {method} (tpugraphs solve --param NAME=VALUE; none, true and false as words):",
+    lines = [f"settings of --method {method} (tpugraphs solve --param NAME=VALUE; none, true and "
+             "false as words):",
              f"  {'name':<{width}}  {'default':<{value_width}}  {'allowed':<{allowed_width}}  meaning"]
-    lines += [f"  {p.name:<{width}}  {_shown(p.default):<{value_width}}  {p.allowed:<{allowed_width}}  {p.meaning}"
-              .rstrip() for p in params]
+    lines += [f"  {p.name:<{width}}  {_shown(p.default):<{value_width}}  {p.allowed:<{allowed_width}}  "
+              f"{p.meaning}".rstrip() for p in params]
     if note:
         lines.append(note)
     return "\n".join(lines)

@@ -101,13 +101,16 @@ class SolveReport:
             lines.append(
                 f"{c.collection:<20} {c.metric:<14} {c.validation_score:>7.4f} "
                 f"{_interval_cell(c.validation_ci_low, c.validation_ci_high):>18} {c.valid_graphs:>6} "
-                f"{c.fit_seconds:>7.1f} {c.validate_seconds + c.predict_seconds:>9.1f} {c.peak_memory_mb:>8.0f}"
+                f"{c.fit_seconds:>7.1f} {c.validate_seconds + c.predict_seconds:>9.1f} "
+                f"{c.peak_memory_mb:>8.0f}"
             )
-        label = "final (mean of the five)" if self.complete else f"mean of {len(self.collections)} collection(s)"
+        label = ("final (mean of the five)" if self.complete
+                 else f"mean of {len(self.collections)} collection(s)")
         lines.append(f"{label:<35} {self.validation_score:>7.4f} "
                      f"{_interval_cell(self.validation_ci_low, self.validation_ci_high):>18}")
         lines.append(f"{self.method}: {self.rows} rows written to {self.submission} in {self.seconds:.1f} s "
-                     f"(validation scores on the valid split; peak memory {self.process_peak_memory_mb:.0f} MB)")
+                     "(validation scores on the valid split; peak memory "
+                     f"{self.process_peak_memory_mb:.0f} MB)")
         lines += [f"{c.collection}: seeds " + ", ".join(f"{seed} {score:.4f}" for seed, score in
                                                     c.seed_validation_scores.items())
                   + f"; mean {np.mean(list(c.seed_validation_scores.values())):.4f}; "
@@ -162,7 +165,8 @@ def _selection_is_notable(details: dict) -> bool:
     """Whether a method's model selection really fell back to cross-validation (``solutions.selection``;
     ``cv_folds`` > 0: some folds were trained): the table then says so, once, under the scores."""
     selection = details.get("selection") if isinstance(details, dict) else None
-    return (isinstance(selection, dict) and "note" in selection and selection.get("mode") == "cross-validation"
+    return (isinstance(selection, dict) and "note" in selection
+            and selection.get("mode") == "cross-validation"
             and int(selection.get("cv_folds") or 0) > 0)
 
 

@@ -41,14 +41,16 @@ def resolve_collections(names: Sequence[str] | None) -> tuple[Collection, ...]:
 
 def describe_params(method: str, *, as_json: bool = False) -> str:
     """The ``--list-params`` text of a method: each setting, its default, what is allowed and its meaning
-    (``as_json``: one JSON document, ``{"method", "settings": [{name, default, allowed, meaning}], "note"}``)."""
+    (``as_json``: one JSON document,
+    ``{"method", "settings": [{name, default, allowed, meaning}], "note"}``)."""
     from solutions.params import format_params
 
     info = resolve_method(method)
     table = getattr(info.load_class(), "param_table", None)
     params, note = table() if table is not None else ([], "")
     if as_json:
-        return json.dumps({"method": info.name, "settings": [p.to_json() for p in params], "note": note}, indent=2)
+        return json.dumps({"method": info.name, "settings": [p.to_json() for p in params], "note": note},
+                          indent=2)
     if table is None:
         return f"--method {info.name} has no settings (--param is not used)"
     return format_params(info.name, params, note)
@@ -108,7 +110,8 @@ def check_splits(data_dir: str | Path, collections: Sequence[Collection], splits
             except FileNotFoundError as exc:
                 raise SolveError(str(exc)) from None
             if not paths:
-                raise SolveError(f"{split_dir(data_dir, collection, split)}: no {split} graphs (*.npz) in this folder")
+                raise SolveError(f"{split_dir(data_dir, collection, split)}: no {split} graphs (*.npz) "
+                                 "in this folder")
     return data_dir
 
 

@@ -85,18 +85,20 @@ def plan_selection(config_counts: Sequence[int], task: Task,
     used, offered, need = int(mask.sum()), int(mask.size), min_configs(task)
     ignored = offered - used
     if used == 0 and not task.cross_validates:
-        return SelectionPlan(VALID, offered, used, need, "no valid graph to select on: the last round or epoch is kept")
+        return SelectionPlan(VALID, offered, used, need,
+                             "no valid graph to select on: the last round or epoch is kept")
     if used >= min_graphs or not task.cross_validates:
-        note = (f"selected on {used} valid graphs" + (f" ({ignored} with fewer than {need} configs ignored: "
-                                                        f"their score is nearly constant)" if ignored else ""))
+        note = (f"selected on {used} valid graphs"
+                + (f" ({ignored} with fewer than {need} configs ignored: their score is nearly constant)"
+                   if ignored else ""))
         return SelectionPlan(VALID, offered, used, need, note)
     if used == offered:
         why = f"the valid split has only {offered} kernel{'s' if offered != 1 else ''}"
     else:  # some kernels have so few configs that every model scores about the same on them
-        why = (f"only {used} of the {offered} valid kernels have {need} or more configs (a kernel with fewer scores "
-               f"about the same whatever the model)")
-    note = (f"{why}, fewer than the {min_graphs} model selection needs, so the number of rounds or epochs was "
-            f"chosen by {CV_FOLDS}-fold cross-validation over the train kernels")
+        why = (f"only {used} of the {offered} valid kernels have {need} or more configs (a kernel with "
+               f"fewer scores about the same whatever the model)")
+    note = (f"{why}, fewer than the {min_graphs} model selection needs, so the number of rounds "
+            f"or epochs was chosen by {CV_FOLDS}-fold cross-validation over the train kernels")
     return SelectionPlan(CROSS_VALIDATION, offered, used, need, note)
 
 

@@ -108,7 +108,8 @@ class Setting:
         return self.check(value, given=text)
 
     def check(self, value: object, given: str | None = None) -> object:
-        """``value`` if this setting allows it (str settings: in canonical spelling); ``SettingError`` if not."""
+        """``value`` if this setting allows it (str settings: in canonical spelling); ``SettingError`` if
+        not."""
         if value is None:
             if self.optional:
                 return None
@@ -122,7 +123,8 @@ class Setting:
                 raise self.refuse(given=given, value=value, why="not text")
             if self.choices and value not in self.choices:
                 close = difflib.get_close_matches(value, self.choices, n=1)
-                raise self.refuse(given=given, value=value, why=f"unknown{f' (did you mean {close[0]}?)' if close else ''}")
+                raise self.refuse(given=given, value=value,
+                                  why=f"unknown{f' (did you mean {close[0]}?)' if close else ''}")
             if self.canonical is not None:
                 try:
                     return self.canonical(value)
@@ -130,7 +132,8 @@ class Setting:
                     raise self.refuse(given=given, value=value, why=str(exc).splitlines()[0]) from None
             return value
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.refuse(given=given, value=value, why=f"not {'an integer' if self.kind is int else 'a number'}")
+            raise self.refuse(given=given, value=value,
+                              why=f"not {'an integer' if self.kind is int else 'a number'}")
         if self.kind is int and not float(value).is_integer():
             raise self.refuse(given=given, value=value, why="not an integer")
         if not math.isfinite(value):
@@ -195,7 +198,8 @@ def _kind(hint: object, where: str) -> tuple[type, bool]:
 
 
 def check_settings(settings: object) -> None:
-    """Check (and put into canonical spelling) every field of a settings object; ``SettingError`` if one is refused.
+    """Check (and put into canonical spelling) every field of a settings object; ``SettingError`` if one is
+    refused.
 
     Called by the settings dataclasses' ``__post_init__``: whoever builds one gets a checked one.
     """

@@ -57,7 +57,8 @@ def _bad_file_messages() -> dict[str, dict]:
     solution = pd.DataFrame({
         "ID": list(cases.EXPECTED),
         "Runtimes": [";".join(str(100 + i) for i in range(n)) for n in cases.EXPECTED.values()],
-        "Normalizers": [";".join(["100"] * n) if ":tile:" in f":{r}" else "" for r, n in cases.EXPECTED.items()],
+        "Normalizers": [";".join(["100"] * n) if ":tile:" in f":{r}" else ""
+                        for r, n in cases.EXPECTED.items()],
         "Usage": ["Public"] * len(cases.EXPECTED),
     })
     out: dict[str, dict] = {}

@@ -58,7 +58,8 @@ def layout_graph_from_edges(
         node_opcode=(1 + np.arange(num_nodes) % 120).astype(np.uint8),
         edge_index=edge_index,
         config_runtime=rng.integers(10**6, 10**7, size=num_configs).astype(np.int64),
-        node_config_feat=rng.integers(-1, 6, size=(num_configs, config_ids.shape[0], LAYOUT_CONFIG_DIM)).astype(np.float32),
+        node_config_feat=rng.integers(-1, 6, size=(num_configs, config_ids.shape[0],
+                                                   LAYOUT_CONFIG_DIM)).astype(np.float32),
         node_config_ids=config_ids,
         node_splits=np.asarray(node_splits, dtype=np.int64).reshape(1, -1),
     )

@@ -35,7 +35,9 @@ def needs_realdata(*protos: Path) -> Callable:
 
 
 def needs_kaggle_tree(test: Callable) -> Callable:
-    """Mark a test ``realdata`` and skip it where the real Kaggle tree is absent (a clone outside this workplace)."""
+    """Mark a test ``realdata`` and skip it where the real Kaggle tree is absent (a clone outside this
+    workplace)."""
     skip = pytest.mark.skipif(not KAGGLE_TREE.is_dir(),
-                              reason=f"the real Kaggle tree is not at {KAGGLE_TREE} (it is not redistributed)")
+                              reason=f"the real Kaggle tree is not at {KAGGLE_TREE} (it is not "
+                                     "redistributed)")
     return pytest.mark.realdata(skip(test))

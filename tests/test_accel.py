@@ -33,7 +33,8 @@ def require_torch_scatter(reason: str) -> None:
     if accel.WITH_TORCH_SCATTER:
         return
     if IN_CI:
-        pytest.fail(f"{reason} (CI is set and runs `make accel` before the tests: torch-scatter must be installed)")
+        pytest.fail(f"{reason} (CI is set and runs `make accel` before the tests: torch-scatter must "
+                    "be installed)")
     pytest.skip(f"{reason}; `make accel` builds it")
 
 
@@ -79,7 +80,8 @@ def test_segment_equals_scatter_over_the_same_groups(sizes, reduce, seed, traini
                       requires_grad=training)
     ptr = torch.tensor([0, *torch.tensor(sizes).cumsum(0).tolist()])
     index = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
-    torch.testing.assert_close(segment(src, ptr, reduce=reduce), reference(src.detach(), index, len(sizes), reduce))
+    torch.testing.assert_close(segment(src, ptr, reduce=reduce),
+                               reference(src.detach(), index, len(sizes), reduce))
 
 
 def test_named_helpers_are_the_reductions(scatter_path):
@@ -128,7 +130,8 @@ def test_fallback_equals_torch_scatter(monkeypatch):
     ("call", "message"),
     [
         (lambda: scatter(torch.zeros(3), torch.tensor([0, 1])), "one entry per slice"),
-        (lambda: scatter(torch.zeros(3), torch.zeros(3, dtype=torch.int64), reduce="median"), "unknown reduce"),
+        (lambda: scatter(torch.zeros(3), torch.zeros(3, dtype=torch.int64), reduce="median"),
+         "unknown reduce"),
         (lambda: segment(torch.zeros(3), torch.tensor([0, 2])), "offsets from 0 to 3"),
         (lambda: segment(torch.zeros(3), torch.tensor([1, 3])), "offsets from 0 to 3"),
         (lambda: segment(torch.zeros(3), torch.tensor([0, 2, 1, 3])), "non-decreasing"),

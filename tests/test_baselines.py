@@ -41,11 +41,13 @@ def tile_graph(output_bounds: list[list[int]], shape=(256, 512)) -> TileGraph:
 
 
 def layout_graph(configs: np.ndarray) -> LayoutGraph:
-    """param (384, 3) -> dot* (384, 512) <- param (3, 512); dot* -> negate -> tuple. ``configs``: (c, 1, 18)."""
+    """param (384, 3) -> dot* (384, 512) <- param (3, 512); dot* -> negate -> tuple. ``configs``:
+    (c, 1, 18)."""
     c = configs.shape[0]
     return LayoutGraph(
         node_feat=_f32_node_features([[384, 3], [3, 512], [384, 512], [384, 512], [384, 512]]),
-        node_opcode=np.array([OPCODE_IDS[o] for o in ("parameter", "parameter", "dot", "negate", "tuple")], np.uint8),
+        node_opcode=np.array([OPCODE_IDS[o] for o in ("parameter", "parameter", "dot", "negate", "tuple")],
+                             np.uint8),
         edge_index=np.array([[2, 0], [2, 1], [3, 2], [4, 3]], np.int64),
         config_runtime=np.arange(1, c + 1, dtype=np.int64),
         node_config_feat=configs.astype(np.float32),

@@ -15,7 +15,8 @@ def test_bench_fullscale_generates_solves_scores_and_resumes(tmp_path, capsys):
     results = json.loads((root / "results.json").read_text())
     generation = results["generation"]
     assert generation["npz_files"] == 41 and generation["public_bytes"] > 0 and generation["peak_tree_mb"] > 0
-    assert set(results["runs"]) == {f"{m} {c}" for m in ("random", "heuristic") for c in ("tile:xla", "layout:xla:random")}
+    assert set(results["runs"]) == {f"{m} {c}" for m in ("random", "heuristic")
+                                    for c in ("tile:xla", "layout:xla:random")}
     for run in results["runs"].values():
         assert run["status"] == "ok" and run["test"]["valid"], run
         assert run["wall_s"] > 0 and run["peak_tree_mb"] > 0 and run["submission_bytes"] > 0

@@ -1,4 +1,5 @@
-"""benchmarks/bench_fusion.py's measuring functions on two tiny graphs: every variant steps, predicts and trains."""
+"""benchmarks/bench_fusion.py's measuring functions on two tiny graphs: every variant steps, predicts and
+trains."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from solutions.gnn.data import layout_example  # noqa: E402
 
 @pytest.fixture(scope="module")
 def examples():
-    graphs = [xla_layout_graph(num_nodes=120, num_edges=180, num_configurable=8, num_configs=6, num_computations=4,
-                               seed=seed) for seed in (0, 1)]
+    graphs = [xla_layout_graph(num_nodes=120, num_edges=180, num_configurable=8, num_configs=6,
+                               num_computations=4, seed=seed) for seed in (0, 1)]
     return [layout_example(f"g{i}", g, prune=True, compress=True) for i, g in enumerate(graphs)]
 
 
@@ -31,6 +32,7 @@ def test_the_measures_run_on_tiny_graphs(examples):
     assert len(throughput) == 4 and min(throughput.values()) > 0
     epochs = bench_fusion.epoch_times(examples, repeats=1)
     assert set(epochs) == {s[0] for s in bench_fusion.EPOCH_SETTINGS}
-    text = "\n".join([bench_fusion.step_table(steps, "cpu"), bench_fusion.predict_table(throughput, "cpu", 12),
+    text = "\n".join([bench_fusion.step_table(steps, "cpu"),
+                      bench_fusion.predict_table(throughput, "cpu", 12),
                       bench_fusion.epoch_table(epochs, "cpu", 2)])
     assert "1.00x" in text and "intermediate + attention" in text

@@ -17,9 +17,9 @@ from competition.stats import tau_interval
 @needs_realdata()
 def test_smoke_run_on_tiny_ranks_the_shipped_real_graphs_with_both_protocols(tmp_path, capsys):
     out = tmp_path / "results.json"
-    argv = ["--real", str(tmp_path / "no-kaggle-tree"), "--scale", "tiny", "--synth-seeds", "0", "--seeds", "0",
-            "--draws", "1", "--methods", "random,heuristic", "--synth-root", str(tmp_path / "synth"),
-            "--out", str(out)]
+    argv = ["--real", str(tmp_path / "no-kaggle-tree"), "--scale", "tiny", "--synth-seeds", "0",
+            "--seeds", "0", "--draws", "1", "--methods", "random,heuristic", "--synth-root",
+            str(tmp_path / "synth"), "--out", str(out)]
     assert bench_real.main(argv) == 0
     printed = capsys.readouterr().out
     assert "no real Kaggle tree" in printed and "### transfer" in printed and "### within" in printed

@@ -241,7 +241,8 @@ def test_malformed_graphs_are_refused(tmp_path):
     arrays = graph.arrays()
     arrays["node_config_feat"] = arrays["node_config_feat"][:, :5]
     _write_arrays(tmp_path / "shape.npz", arrays)
-    with pytest.raises(DataFormatError, match=r"has shape \(50, 5, 18\), expected \(c, nc, 18\) = \(50, 7, 18\)"):
+    with pytest.raises(DataFormatError,
+                       match=r"has shape \(50, 5, 18\), expected \(c, nc, 18\) = \(50, 7, 18\)"):
         build_cache(tmp_path / "shape.npz", tmp_path / "c2")
 
     arrays = graph.arrays()
@@ -291,7 +292,8 @@ def test_cache_split_over_tiny_tree(tiny_competition, tmp_path):
     for path, cached in zip(paths, graphs, strict=True):
         assert cached.cache_dir == tmp_path / "cache" / "layout/nlp/random/train" / path.stem
         original = load_graph(path, "layout")
-        np.testing.assert_array_equal(cached.configs(np.arange(cached.num_configs)), original.node_config_feat)
+        np.testing.assert_array_equal(cached.configs(np.arange(cached.num_configs)),
+                                      original.node_config_feat)
         np.testing.assert_array_equal(cached.runtime, original.config_runtime)
     again = cache_split(public, collection, "train", tmp_path / "cache", progress=False)  # fresh: reopened
     assert [g.cache_dir for g in again] == [g.cache_dir for g in graphs]
@@ -314,7 +316,8 @@ def test_layout_view_is_the_released_graph_with_mapped_int8_configs(tmp_path):
     np.testing.assert_array_equal(view.node_config_feat, graph.node_config_feat)  # same values, int8
     for key in SMALL_KEYS:
         np.testing.assert_array_equal(getattr(view, key), getattr(graph, key))
-    assert view.num_configs == graph.num_configs and view.num_configurable_nodes == graph.num_configurable_nodes
+    assert (view.num_configs == graph.num_configs
+            and view.num_configurable_nodes == graph.num_configurable_nodes)
     assert view.cache.cache_dir == tmp_path / "cache"
     view.cache.close()  # the view does not own the map: closing the cache drops it, the next read reopens it
     assert view.cache._config_map is None and view.node_config_feat.shape == graph.node_config_feat.shape
@@ -409,7 +412,8 @@ def test_cache_command_names_a_corrupt_file_and_caches_the_others(tiny_competiti
     err = capsys.readouterr().err
     assert code == 1 and paths[0].name in err and "could not be read" in err and "Traceback" not in err
     folder = tmp_path / "cache" / collection.subpath / "valid"
-    assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == sorted(p.stem for p in paths[1:])
+    assert (sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+            == sorted(p.stem for p in paths[1:]))
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -129,4 +129,5 @@ def test_every_command_turns_a_closed_pipe_into_a_quiet_exit(tiny_competition, m
     sample = tiny_competition / "public" / "sample_submission.csv"
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     assert main(["validate", str(sample), "--data", str(tiny_competition / "public")]) == 141
-    assert main(["score", str(sample), "--solution", str(tiny_competition / "private" / "solution.csv")]) == 141
+    assert main(["score", str(sample), "--solution",
+                 str(tiny_competition / "private" / "solution.csv")]) == 141

@@ -168,12 +168,16 @@ def _with(value, position=(0, 1, 5)):
     return feat
 
 
-@pytest.mark.parametrize("function", [pack_layout_configs, to_int8, check_layout_configs, pack_layout_vector_codes])
+@pytest.mark.parametrize("function",
+                         [pack_layout_configs, to_int8, check_layout_configs, pack_layout_vector_codes])
 @pytest.mark.parametrize(
     ("feat", "message"),
     [
-        (_with(2.5), r"node_config_feat\[0, 1, 5\] = .*2\.5.*config 0, configurable node 1, output layout slot 5.*integers in -1..5"),
-        (_with(6.0, (1, 2, 7)), r"node_config_feat\[1, 2, 7\] = .*6\.0.*config 1, configurable node 2, input layout slot 1"),
+        (_with(2.5),
+         r"node_config_feat\[0, 1, 5\] = .*2\.5.*config 0, configurable node 1, output layout slot "
+         r"5.*integers in -1..5"),
+        (_with(6.0, (1, 2, 7)),
+         r"node_config_feat\[1, 2, 7\] = .*6\.0.*config 1, configurable node 2, input layout slot 1"),
         (_with(-2.0, (0, 0, 17)), r"node_config_feat\[0, 0, 17\] = .*-2\.0.*kernel layout slot 5"),
         (_with(np.nan), r"node_config_feat\[0, 1, 5\] = .*nan"),
         (_with(np.inf), r"node_config_feat\[0, 1, 5\] = .*inf"),
@@ -211,7 +215,8 @@ def test_name_argument_is_used():
 @pytest.mark.parametrize(
     ("packed", "message"),
     [
-        (np.array([[[0, 117_649, 0]]], np.int32), r"packed\[0, 0, 1\] = 117649: packed layout vectors must lie in 0..117648"),
+        (np.array([[[0, 117_649, 0]]], np.int32),
+         r"packed\[0, 0, 1\] = 117649: packed layout vectors must lie in 0..117648"),
         (np.array([[[0, 1, -1]]], np.int64), r"packed\[0, 0, 2\] = -1"),
         (np.zeros((2, 3), np.float32), r"dtype float32; packed layout vectors are integers"),
         (np.zeros((2, 4), np.int32), r"shape \(2, 4\); its last axis must have size 3"),

@@ -167,8 +167,10 @@ def test_unique_row_index_any_dtype_and_width():
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"policy": "max"}, ValueError, r"unknown duplicate-runtime policy 'max'; expected one of min, mean, median, first"),
-        ({"runtimes": np.zeros(4)}, ValueError, r"runtimes has shape \(4,\) but there are 3 configs; expected \(3,\)"),
+        ({"policy": "max"}, ValueError,
+         r"unknown duplicate-runtime policy 'max'; expected one of min, mean, median, first"),
+        ({"runtimes": np.zeros(4)}, ValueError,
+         r"runtimes has shape \(4,\) but there are 3 configs; expected \(3,\)"),
         ({"config_matrix_rows": np.float32(3)}, ValueError, r"must have a config axis first"),
         (
             {"config_matrix_rows": np.full((3, 2, 18), 0.5, np.float32)},
@@ -229,9 +231,11 @@ def test_apply_unique_calls_once_per_distinct_row_and_scatters_back():
 
 
 def test_apply_unique_checks_its_inputs():
-    with pytest.raises(ValueError, match=r"fn returned shape \(1,\) for 2 distinct rows; expected \(2, \.\.\.\)"):
+    with pytest.raises(ValueError,
+                       match=r"fn returned shape \(1,\) for 2 distinct rows; expected \(2, \.\.\.\)"):
         apply_unique(lambda r: np.zeros(1), np.array([[0, 1], [1, 0]]))
-    with pytest.raises(ValueError, match=r"rows has shape \(3,\); expected \(\.\.\., d\) with at least 2 axes"):
+    with pytest.raises(ValueError,
+                       match=r"rows has shape \(3,\); expected \(\.\.\., d\) with at least 2 axes"):
         apply_unique(lambda r: r, np.zeros(3))
 
 

@@ -19,24 +19,25 @@ from solutions.method import FitOptions
 from solutions.runner import SolveError, solve
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICK = ["--param", "layout_epochs=2", "--param", "tile_epochs=1", "--param", "hidden=16", "--param", "layers=2"]
+QUICK = ["--param", "layout_epochs=2", "--param", "tile_epochs=1", "--param", "hidden=16", "--param",
+         "layers=2"]
 
 
 def run_solve(command: list[str], out: Path, tiny: Path) -> tuple[dict, str]:
     """Run ``command + solve arguments`` from the repository root; the JSON report and the output."""
     report = out.with_suffix(".json")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([*command, "--data", str(tiny / "public"), "--out", str(out), "--quiet", "--seed", "0",
-                           "--json", str(report), *QUICK], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([*command, "--data", str(tiny / "public"), "--out", str(out), "--quiet",
+                           "--seed", "0", "--json", str(report), *QUICK], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(report.read_text(encoding="utf-8")), done.stdout + done.stderr
 
 
 @pytest.mark.slow
 def test_torchrun_two_processes_train_shards_and_rank_0_writes_a_valid_submission(tiny_competition, tmp_path):
-    two, output = run_solve([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                             "-m", "solutions"], tmp_path / "two.csv", tiny_competition)
+    two, output = run_solve([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                             "--nproc_per_node=2", "-m", "solutions"], tmp_path / "two.csv", tiny_competition)
     one, _ = run_solve([sys.executable, "-m", "solutions"], tmp_path / "one.csv", tiny_competition)
 
     # both ranks trained every collection, each on its own shard (3 train graphs: 2 + 1 per layout collection)
@@ -59,7 +60,8 @@ def test_torchrun_two_processes_train_shards_and_rank_0_writes_a_valid_submissio
     # nothing) shows as a diverged or far-off score on most graphs.
     differences = {}
     for a, b in zip(one["collections"], two["collections"], strict=True):
-        assert a["collection"] == b["collection"] and len(a["valid_graph_scores"]) == len(b["valid_graph_scores"])
+        assert (a["collection"] == b["collection"]
+                and len(a["valid_graph_scores"]) == len(b["valid_graph_scores"]))
         differences[a["collection"]] = np.subtract(b["valid_graph_scores"], a["valid_graph_scores"])
     overall, _ = intervals(differences)
     assert overall.low <= 0.0 <= overall.high, (overall, differences)
@@ -77,10 +79,10 @@ def _train_rank(rank: int, world_size: int, init_file: str, tiny: str, out_dir: 
     try:
         collection = COLLECTION_BY_NAME["layout:nlp:random"]
         public = Path(tiny) / "public"
-        ranker = GNNRanker(layout_epochs=2, hidden=8, layers=2, valid_configs=16, training="gst", fusion="early",
-                           segment_size=64, pruning="none")
-        ranker.fit(collection, SplitSource(public, collection, "train"), SplitSource(public, collection, "valid"),
-                   FitOptions(progress=False))
+        ranker = GNNRanker(layout_epochs=2, hidden=8, layers=2, valid_configs=16, training="gst",
+                           fusion="early", segment_size=64, pruning="none")
+        ranker.fit(collection, SplitSource(public, collection, "train"),
+                   SplitSource(public, collection, "valid"), FitOptions(progress=False))
         digest = hashlib.sha256()
         for name, tensor in sorted(ranker.model.state_dict().items()):
             digest.update(name.encode() + tensor.numpy().tobytes())
@@ -101,7 +103,8 @@ def test_ranks_keep_identical_weights_and_select_the_same_epoch(tiny_competition
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     assert ranks[0]["weights"] == ranks[1]["weights"]
     # the all-reduced validation scores and losses (not the wall times)
-    assert [{**h, "seconds": 0} for h in ranks[0]["history"]] == [{**h, "seconds": 0} for h in ranks[1]["history"]]
+    assert [{**h, "seconds": 0} for h in ranks[0]["history"]] == [{**h, "seconds": 0}
+                                                                  for h in ranks[1]["history"]]
     assert [r["train_graphs"] for r in ranks] == [2, 1]
 
 
@@ -116,7 +119,8 @@ def test_ranks_split_the_files_round_robin():
     ("gbdt", False, "train the gnn only"),
     ("gnn", True, "--predict-only trains nothing"),
 ])
-def test_torchrun_refuses_what_it_cannot_run(tiny_competition, tmp_path, monkeypatch, method, predict_only, message):
+def test_torchrun_refuses_what_it_cannot_run(tiny_competition, tmp_path, monkeypatch, method,
+                                             predict_only, message):
     monkeypatch.setenv("WORLD_SIZE", "2")
     if predict_only:
         (tmp_path / "sub.models").mkdir()

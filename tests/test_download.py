@@ -151,8 +151,9 @@ def test_mirror_download_builds_the_kaggle_tree(mirror, tmp_path, capsys):
     for part in parts:
         build_tar(mirror.root / part.archive_name, part, tmp_path)
     out = tmp_path / "data"
-    code, stdout, err = run(capsys, "download", "--out", str(out), "--source", "mirror", "--mirror-url", mirror.url,
-                            "--collection", "tile:xla", "layout:nlp:random", "--split", "train", "test")
+    code, stdout, err = run(capsys, "download", "--out", str(out), "--source", "mirror", "--mirror-url",
+                            mirror.url, "--collection", "tile:xla", "layout:nlp:random", "--split",
+                            "train", "test")
     assert code == 0, err
     assert "Installed 4 collection splits" in stdout
     assert find_npz_root(out) == out / "npz_all" / "npz"
@@ -164,8 +165,8 @@ def test_mirror_download_builds_the_kaggle_tree(mirror, tmp_path, capsys):
     assert not list((out / ".downloads").glob("*.tar"))  # archives deleted after unpacking
     # A rerun finds everything in place and fetches nothing.
     mirror.ranges.clear()
-    code, stdout, err = run(capsys, "download", "--out", str(out), "--source", "mirror", "--mirror-url", mirror.url,
-                            "--collection", "tile:xla", "--split", "train")
+    code, stdout, err = run(capsys, "download", "--out", str(out), "--source", "mirror", "--mirror-url",
+                            mirror.url, "--collection", "tile:xla", "--split", "train")
     assert code == 0 and "already present" in err and mirror.ranges == []
 
 
@@ -176,8 +177,8 @@ def test_resume_from_a_truncated_part_file(mirror, tmp_path, capsys):
     (out / ".downloads").mkdir(parents=True)
     half = len(tar.read_bytes()) // 2
     (out / ".downloads" / (part.archive_name + ".part")).write_bytes(tar.read_bytes()[:half])
-    code, _, err = run(capsys, "download", "--out", str(out), "--source", "mirror", "--mirror-url", mirror.url,
-                       "--collection", "tile:xla", "--split", "valid")
+    code, _, err = run(capsys, "download", "--out", str(out), "--source", "mirror", "--mirror-url",
+                       mirror.url, "--collection", "tile:xla", "--split", "valid")
     assert code == 0, err
     assert mirror.ranges == [f"bytes={half}-"]
     assert len(list(split_dir(out, TILE, "valid").glob("*.npz"))) == 2
@@ -354,14 +355,16 @@ def fake_kaggle(monkeypatch, tmp_path):
     extended = types.ModuleType("kaggle.api.kaggle_api_extended")
     api = type("KaggleApi", (FakeKaggleApi,), {"behaviour": "ok", "submitted": []})
     extended.KaggleApi = api
-    for name, module in (("kaggle", types.ModuleType("kaggle")), ("kaggle.api", types.ModuleType("kaggle.api")),
+    for name, module in (("kaggle", types.ModuleType("kaggle")),
+                         ("kaggle.api", types.ModuleType("kaggle.api")),
                          ("kaggle.api.kaggle_api_extended", extended)):
         monkeypatch.setitem(sys.modules, name, module)
     return api
 
 
 def kaggle_zip(
-    path: Path, tmp: Path, pb_roots: Sequence[str] = ("pb/pb",), extra: Mapping[str, bytes | Path] | None = None,
+    path: Path, tmp: Path, pb_roots: Sequence[str] = ("pb/pb",),
+    extra: Mapping[str, bytes | Path] | None = None,
 ) -> Path:
     """A zip shaped like Kaggle's download: npz_all/npz/..., pb/..., sample_submission.csv.
 
@@ -448,7 +451,8 @@ def test_kaggle_download_with_pb(fake_kaggle, tmp_path, capsys, pb_root):
     assert len(list(split_dir(out, LAYOUT, "valid").glob("*.npz"))) == 1  # the npz parts as before
     assert "Installed 4 collection splits" in stdout
     assert f"Raw protos of 4 collection splits unpacked under {out / 'pb'} (0 already present)" in stdout
-    assert f"tpugraphs featurize {out / 'pb/tile/xla/train'} --out {out / 'featurized/npz/tile/xla/train'}" in stdout
+    assert (f"tpugraphs featurize {out / 'pb/tile/xla/train'} --out {out / 'featurized/npz/tile/xla/train'}"
+            in stdout)
     assert f"tpugraphs featurize {out / 'pb'} --out {out / 'featurized/npz'}" in stdout
     assert not list(out.glob(".unpack-*")) and not list((out / ".downloads").iterdir())
 
@@ -488,8 +492,9 @@ def test_pb_parts_already_present_are_skipped(fake_kaggle, tmp_path, capsys):
     ([], {"pb/pb/tile/xla/train/a.pb": b"x"}, "holds no pb/layout/xla/random/train/ folder (looked for "
                                               "pb/layout/xla/random/train/, pb/pb/layout/xla/random/train/)"),
     ([], {"pb_x/tile/xla/valid/a.pb": b"x"}, "(looked for pb_x/tile/xla/train/, pb_x/pb/tile/xla/train/)"),
-    (["pb", "pb/pb"], {}, "holds pb/tile/xla/train/ more than once (pb/tile/xla/train/, pb/pb/tile/xla/train/); "
-                          "cannot tell which to unpack"),
+    (["pb", "pb/pb"], {},
+     "holds pb/tile/xla/train/ more than once (pb/tile/xla/train/, pb/pb/tile/xla/train/); "
+     "cannot tell which to unpack"),
 ])
 def test_kaggle_zip_without_the_asked_pb_folder(fake_kaggle, tmp_path, capsys, pb_roots, extra, message):
     fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, pb_roots=pb_roots, extra=extra)
@@ -503,7 +508,8 @@ def test_kaggle_zip_without_the_asked_pb_folder(fake_kaggle, tmp_path, capsys, p
     assert not (out / "pb").exists() and not (out / "sample_submission.csv").exists()
 
 
-@pytest.mark.parametrize("name", ["pb/../../evil.pb", "pb/pb/../../../evil.pb", "/pb/pb/tile/xla/train/evil.pb"])
+@pytest.mark.parametrize("name",
+                         ["pb/../../evil.pb", "pb/pb/../../../evil.pb", "/pb/pb/tile/xla/train/evil.pb"])
 def test_kaggle_zip_with_unsafe_pb_member_is_refused(fake_kaggle, tmp_path, capsys, name):
     fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, extra={name: b"evil"})
     out = tmp_path / "data"
@@ -517,17 +523,20 @@ def test_kaggle_zip_with_unsafe_pb_member_is_refused(fake_kaggle, tmp_path, caps
 @needs_realdata(LAYOUT_PROTO)
 def test_download_with_pb_then_featurize_the_real_proto(fake_kaggle, tmp_path, capsys):
     member = f"pb/layout/xla/random/train/{LAYOUT_PROTO.stem}.pb"
-    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, pb_roots=[], extra={member: LAYOUT_PROTO})
+    fake_kaggle.zip_source = kaggle_zip(tmp_path / "k.zip", tmp_path, pb_roots=[],
+                                        extra={member: LAYOUT_PROTO})
     out = tmp_path / "data"
-    code, stdout, err = run(capsys, "download", "--out", str(out), "--with-pb", "--collection", "layout:xla:random",
-                            "--split", "train")
+    code, stdout, err = run(capsys, "download", "--out", str(out), "--with-pb", "--collection",
+                            "layout:xla:random", "--split", "train")
     assert code == 0, err
     unpacked = out / member
     assert unpacked.read_bytes() == LAYOUT_PROTO.read_bytes()
     # Run the featurize command the summary suggests for the folder.
-    suggested = [line.strip() for line in stdout.splitlines() if line.strip().startswith("tpugraphs featurize")]
+    suggested = [line.strip() for line in stdout.splitlines()
+                 if line.strip().startswith("tpugraphs featurize")]
     argv = shlex.split(suggested[0])
-    assert argv[1:] == ["featurize", str(unpacked.parent), "--out", str(out / "featurized/npz/layout/xla/random/train")]
+    assert argv[1:] == ["featurize", str(unpacked.parent), "--out",
+                        str(out / "featurized/npz/layout/xla/random/train")]
     code, stdout, err = run(capsys, *argv[1:])
     assert code == 0, err
     graph = load_graph(Path(argv[-1]) / f"{LAYOUT_PROTO.stem}.npz")
@@ -617,7 +626,8 @@ def test_submit_kaggle_failures(fake_kaggle, tmp_path, capsys, behaviour, messag
     (["--kaggle"], "needs a description"),
     (["--kaggle", "-m", "x", "--server", "http://h"], "leave out --server"),
     (["--kaggle", "-m", "x", "--data", "/nonexistent"], "no such directory"),
-    (["--data", "d", "--server", "http://h", "--token", "t"], "--data goes with --kaggle"),  # -m also goes to a leaderboard
+    # -m also goes to a leaderboard
+    (["--data", "d", "--server", "http://h", "--token", "t"], "--data goes with --kaggle"),
 ])
 def test_submit_kaggle_usage_errors(tmp_path, capsys, argv, message):
     sub = tmp_path / "sub.csv"
@@ -631,6 +641,7 @@ def test_the_kaggle_extra_and_the_install_hint_name_the_same_requirements():
 
     from competition.data.kaggle_api import INSTALL_HINT, KAGGLE_REQUIREMENTS
 
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                              .read_text(encoding="utf-8"))
     assert tuple(pyproject["project"]["optional-dependencies"]["kaggle"]) == KAGGLE_REQUIREMENTS
     assert all(requirement in INSTALL_HINT for requirement in KAGGLE_REQUIREMENTS)

@@ -1,4 +1,5 @@
-"""solutions.gnn and solutions.features.log_scale: shapes, losses, preprocessing, and short fits on the tiny competition."""
+"""solutions.gnn and solutions.features.log_scale: shapes, losses, preprocessing, and short fits on the tiny
+competition."""
 
 from __future__ import annotations
 
@@ -42,8 +43,10 @@ def layout_graph(num_configs: int = 6, seed: int = 0, duplicates: bool = True) -
     feat[:, 21:24] = rng.integers(1, 300, size=(graph.num_nodes, 3))  # shape dimensions, rank 3
     feat[:, 134:137] = [2, 1, 0]  # default layout minor_to_major
     configs = np.full((num_configs, 2, 18), -1, np.float32)
-    configs[:, :, :3] = np.stack([rng.permutation(3) for _ in range(2 * num_configs)]).reshape(num_configs, 2, 3)
-    configs[:, :, 6:9] = np.stack([rng.permutation(3) for _ in range(2 * num_configs)]).reshape(num_configs, 2, 3)
+    configs[:, :, :3] = np.stack([rng.permutation(3)
+                                  for _ in range(2 * num_configs)]).reshape(num_configs, 2, 3)
+    configs[:, :, 6:9] = np.stack([rng.permutation(3)
+                                   for _ in range(2 * num_configs)]).reshape(num_configs, 2, 3)
     runtime = rng.integers(1000, 2000, size=num_configs)
     if duplicates:
         configs[1], runtime[1] = configs[0], runtime[0] + 7  # config 1 repeats config 0, measured slower
@@ -56,8 +59,10 @@ def tile_graph(num_nodes: int = 5, num_configs: int = 7, seed: int = 0) -> TileG
     edges = np.array([[i, i - 1] for i in range(1, num_nodes)], np.int64).reshape(-1, 2)
     runtime = rng.integers(100, 200, size=num_configs).astype(np.int64)
     return TileGraph(
-        rng.random((num_nodes, 140), dtype=np.float32) * 1e6, rng.integers(1, 120, num_nodes).astype(np.uint8), edges,
-        runtime, rng.integers(0, 64, (num_configs, 24)).astype(np.float32), np.full(num_configs, 150, np.int64),
+        rng.random((num_nodes, 140), dtype=np.float32) * 1e6,
+        rng.integers(1, 120, num_nodes).astype(np.uint8), edges,
+        runtime, rng.integers(0, 64, (num_configs, 24)).astype(np.float32),
+        np.full(num_configs, 150, np.int64),
     )
 
 
@@ -88,7 +93,8 @@ def test_scaling_refuses_wrong_shapes(call, message):
 @given(seed=st.integers(0, 2**16), c=st.integers(1, 5), nc=st.integers(1, 4))
 def test_packed_and_released_configs_decode_to_the_same_digits(seed, c, nc):
     configs = np.random.default_rng(seed).integers(-1, 6, size=(c, nc, 18)).astype(np.float32)
-    packed, plain = ConfigStore.from_configs(configs, packed=True), ConfigStore.from_configs(configs, packed=False)
+    packed, plain = (ConfigStore.from_configs(configs, packed=True),
+                     ConfigStore.from_configs(configs, packed=False))
     assert packed.nbytes * 6 == plain.nbytes  # 3 int32 instead of 18 float32 per row
     index = torch.arange(c).flip(0)
     assert torch.equal(packed.digits(index), plain.digits(index))
@@ -130,7 +136,8 @@ def test_unlabeled_graphs_have_no_runtime():
 
 
 def test_tile_batch_offsets_edges_and_groups_configs():
-    examples = [tile_example(f"t{i}", tile_graph(num_nodes=n, seed=i), compress=False) for i, n in enumerate((3, 5))]
+    examples = [tile_example(f"t{i}", tile_graph(num_nodes=n, seed=i), compress=False)
+                for i, n in enumerate((3, 5))]
     batch = tile_batch(examples, [torch.tensor([0, 2]), torch.tensor([1, 3, 4])])
     assert batch.ptr.tolist() == [0, 3, 8] and batch.node_feat.shape == (8, 140)
     assert batch.edge_index[:, 2:].min() >= 3  # the second graph's edges point into its own nodes
@@ -143,7 +150,8 @@ def test_tile_batch_offsets_edges_and_groups_configs():
 def test_layout_ranker_shapes_and_row_dedup_changes_nothing():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(num_configs=9), prune=True, compress=False)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early",
+                                                 config_attention=False)).eval()
     digits = example.configs.digits()  # (9, nc=2, 18)
     state = model.encode_nodes(example.inputs)
     assert state.shape == (example.num_nodes, 8)
@@ -178,10 +186,12 @@ def test_output_slot_features_look_up_sizes_and_defaults():
 
 
 def test_tile_ranker_shapes():
-    examples = [tile_example(f"t{i}", tile_graph(num_nodes=n, seed=i), compress=False) for i, n in enumerate((3, 6))]
+    examples = [tile_example(f"t{i}", tile_graph(num_nodes=n, seed=i), compress=False)
+                for i, n in enumerate((3, 6))]
     batch = tile_batch(examples, [torch.arange(7), torch.arange(4)])
     model = TileRanker.from_settings(GNNConfig(hidden=8, layers=2))
-    assert model.encode_graphs(batch.node_feat, batch.node_opcode, batch.edge_index, batch.ptr).shape == (2, 8)
+    assert model.encode_graphs(batch.node_feat, batch.node_opcode, batch.edge_index,
+                               batch.ptr).shape == (2, 8)
     assert model(batch).shape == (11,)
 
 
@@ -280,7 +290,8 @@ def test_pruned_and_unpruned_pipelines_rank_every_config(tiny_competition, prune
         a, b = reference.predict(LAYOUT, graph), other.predict(LAYOUT, graph)
         assert a.shape == b.shape == (graph.num_configs,) and np.isfinite(b).all()
     summary = reference.pruning_summary
-    assert summary["nodes_after"] < summary["nodes_before"] and summary["edges_after"] < summary["edges_before"]
+    assert (summary["nodes_after"] < summary["nodes_before"]
+            and summary["edges_after"] < summary["edges_before"])
     assert (other.pruning_summary is not None) == prune
 
 
@@ -307,13 +318,15 @@ def test_cuda_is_refused_clearly_when_absent(tiny_competition):
 
 
 def hand_made_layout_examples(count: int) -> list:
-    return [layout_example(f"g{i}", layout_graph(num_configs=12, seed=i), prune=True, compress=True) for i in range(count)]
+    return [layout_example(f"g{i}", layout_graph(num_configs=12, seed=i), prune=True, compress=True)
+            for i in range(count)]
 
 
 def test_training_stops_on_the_time_budget():
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
-    result = train(model, hand_made_layout_examples(3), hand_made_layout_examples(1), GNNConfig(layout_epochs=5),
-                   seed=0, device=torch.device("cpu"), progress=False, time_budget_s=1e-9)
+    result = train(model, hand_made_layout_examples(3), hand_made_layout_examples(1),
+                   GNNConfig(layout_epochs=5), seed=0, device=torch.device("cpu"), progress=False,
+                   time_budget_s=1e-9)
     assert result.stopped == "time budget" and result.steps == 1
     assert [h["epoch"] for h in result.history] == [0, 1]  # still validated once before stopping
 
@@ -337,8 +350,9 @@ def test_nothing_to_learn_is_an_error():
     example = layout_example("flat", layout_graph(), prune=True, compress=False)
     example.runtime[:] = 5.0  # all runtimes equal: no pair to rank
     with pytest.raises(ValueError, match="nothing to learn from"):
-        train(LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False)), [example], [], GNNConfig(), seed=0, device=torch.device("cpu"),
-              progress=False)
+        train(LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early",
+                                                   config_attention=False)), [example], [], GNNConfig(),
+              seed=0, device=torch.device("cpu"), progress=False)
 
 
 # -- reading layout graphs through the processed cache (FitOptions.cache_dir) --------------------------
@@ -360,10 +374,12 @@ def test_cached_example_matches_the_in_memory_one(tmp_path):
         for name in ("node_feat", "node_opcode", "edge_index", "config_node_ids", "common_rows"):
             torch.testing.assert_close(getattr(got.inputs, name), getattr(want.inputs, name), rtol=0, atol=0)
         torch.testing.assert_close(got.runtime, want.runtime, rtol=0, atol=0)
-        np.testing.assert_array_equal(got.expand(np.arange(got.num_configs)), want.expand(np.arange(want.num_configs)))
+        np.testing.assert_array_equal(got.expand(np.arange(got.num_configs)),
+                                      want.expand(np.arange(want.num_configs)))
         index = torch.tensor([4, 0, 4, got.num_configs - 1])
         torch.testing.assert_close(got.configs.digits(index), want.configs.digits(index), rtol=0, atol=0)
-        torch.testing.assert_close(got.configs.subset(index).digits(), want.configs.digits(index), rtol=0, atol=0)
+        torch.testing.assert_close(got.configs.subset(index).digits(), want.configs.digits(index),
+                                   rtol=0, atol=0)
         assert cached._config_map is None  # every read closes the memory map again
 
 
@@ -411,7 +427,8 @@ def test_pruning_setting_is_canonical_and_checked():
     assert GNNConfig(pruning="merged:configurable").pruning == "merged"
     assert GNNRanker(pruning="none").transform is None
     assert GNNRanker(pruning="khop:2").transform == KHopToConsumers(2)
-    with pytest.raises(SettingError, match=r"setting pruning=twohop: unknown step 'twohop'; pruning must be a "):
+    with pytest.raises(SettingError,
+                       match=r"setting pruning=twohop: unknown step 'twohop'; pruning must be a "):
         GNNRanker(pruning="twohop")
 
 
@@ -432,7 +449,8 @@ def test_make_example_honours_transform(tmp_path):
             assert example.inputs.edge_index.shape[1] == want.graph.num_edges
         unpruned = make_example("g", source, prune=False, compress=True, transform=KHopToConsumers(2))
         assert unpruned.num_nodes == graph.num_nodes and unpruned.pruning is None  # prune=False wins
-    examples = load_examples([("a", graph), ("b", graph)], prune=True, compress=False, transform=ConfigurableOnly())
+    examples = load_examples([("a", graph), ("b", graph)], prune=True, compress=False,
+                             transform=ConfigurableOnly())
     assert [e.num_nodes for e in examples] == [2, 2]
 
 
@@ -441,13 +459,15 @@ def test_make_example_falls_back_to_the_current_default(monkeypatch):
     assert make_example("g", layout_graph(), prune=True, compress=True).num_nodes == 2
 
 
-def test_a_saved_model_predicts_with_its_own_pruning_after_the_default_changes(tiny_competition, tmp_path, monkeypatch):
+def test_a_saved_model_predicts_with_its_own_pruning_after_the_default_changes(tiny_competition, tmp_path,
+                                                                               monkeypatch):
     graphs = list(iter_split(tiny_competition / "public", LAYOUT, "test"))
     ranker = fit(tiny_competition, LAYOUT)  # trained with the default, onehop
     before = layout_predictions(ranker, graphs)
     ranker.save(tmp_path / "model")
     saved = json.loads((tmp_path / "model" / "gnn.json").read_text())
-    assert saved["config"]["pruning"] == "onehop" and saved["pruning"] == "one_hop" and saved["format_version"] == 4
+    assert (saved["config"]["pruning"] == "onehop" and saved["pruning"] == "one_hop"
+            and saved["format_version"] == 4)
 
     monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "configurable")  # a later kit changes the default
     assert GNNRanker().config.pruning == "configurable"  # the change is real for new models
@@ -456,8 +476,10 @@ def test_a_saved_model_predicts_with_its_own_pruning_after_the_default_changes(t
     after = layout_predictions(loaded, graphs)
     for want, got in zip(before, after, strict=True):
         np.testing.assert_array_equal(got, want)
-    loaded.config = replace(loaded.config, pruning="configurable")  # what ignoring the saved pruning would have predicted: different
-    assert any(not np.array_equal(a, b) for a, b in zip(layout_predictions(loaded, graphs), before, strict=True))
+    # what ignoring the saved pruning would have predicted: different
+    loaded.config = replace(loaded.config, pruning="configurable")
+    assert any(not np.array_equal(a, b)
+               for a, b in zip(layout_predictions(loaded, graphs), before, strict=True))
 
 
 @pytest.mark.parametrize(("params", "expected"), [
@@ -524,10 +546,13 @@ def test_version_1_models_keep_their_pruning(saved_layout_model, tmp_path, monke
 
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda meta: meta["config"].update(pruning="fourhop"),
-     r"gnn\.json: the model was trained with pruning 'fourhop', which this kit cannot rebuild \(unknown step 'fourhop'"),
+     r"gnn\.json: the model was trained with pruning 'fourhop', which this kit cannot rebuild \(unknown "
+     r"step 'fourhop'"),
     (lambda meta: meta["config"].update(pruning="khop:x"), r"pruning 'khop:x'.*must be an integer >= 0"),
-    (lambda meta: meta["config"].update(pruning=3), r"pruning 3, which this kit cannot rebuild \(a pruning name is text"),
-    (lambda meta: meta["config"].pop("pruning"), r"gnn\.json: no pruning recorded \(config\.pruning is missing\)"),
+    (lambda meta: meta["config"].update(pruning=3),
+     r"pruning 3, which this kit cannot rebuild \(a pruning name is text"),
+    (lambda meta: meta["config"].pop("pruning"),
+     r"gnn\.json: no pruning recorded \(config\.pruning is missing\)"),
     (as_version_1(True, "two_hop"), r"gnn\.json: the model was trained with pruning 'two_hop'"),
     (lambda meta: meta.update(format_version=5), r"gnn\.json: format version 5; this kit reads 1, 2, 3, 4"),
 ])
@@ -543,8 +568,10 @@ def test_predict_only_refuses_an_unknown_pruning_with_a_usage_error(tiny_competi
     from competition.cli import main
 
     public = tiny_competition / "public"
-    quick = ["--param", "layout_epochs=2", "--param", "hidden=16", "--param", "layers=2", "--param", "valid_configs=16"]
-    common = ["solve", "--data", str(public), "--collection", LAYOUT.name, "--quiet", "--out", str(tmp_path / "s.csv")]
+    quick = ["--param", "layout_epochs=2", "--param", "hidden=16", "--param", "layers=2", "--param",
+             "valid_configs=16"]
+    common = ["solve", "--data", str(public), "--collection", LAYOUT.name, "--quiet", "--out",
+              str(tmp_path / "s.csv")]
     assert main([*common, *quick, "--param", "pruning=khop:2"]) == 0
     meta_path = tmp_path / "s.models" / "layout_xla_random" / "gnn.json"
     assert json.loads(meta_path.read_text())["config"]["pruning"] == "khop:2"
@@ -558,15 +585,18 @@ def test_predict_only_refuses_an_unknown_pruning_with_a_usage_error(tiny_competi
 
 
 @pytest.mark.parametrize(("flags", "message"), [
-    (["--param", "pruning=twohop"], "setting pruning=twohop: unknown step 'twohop'; pruning must be a pruning name"),
+    (["--param", "pruning=twohop"],
+     "setting pruning=twohop: unknown step 'twohop'; pruning must be a pruning name"),
     (["--param", "pruning=null"], "setting pruning=null: unknown step 'null'"),
-    (["--no-prune", "--param", "pruning=onehop"], "--no-prune and --param pruning=onehop contradict each other"),
+    (["--no-prune", "--param", "pruning=onehop"],
+     "--no-prune and --param pruning=onehop contradict each other"),
 ])
 def test_solve_refuses_bad_pruning_before_training(tiny_competition, tmp_path, capsys, flags, message):
     from competition.cli import main
 
     out = tmp_path / "s.csv"
-    assert main(["solve", "--data", str(tiny_competition / "public"), "--out", str(out), "--quiet", *flags]) == 2
+    assert main(["solve", "--data", str(tiny_competition / "public"), "--out", str(out), "--quiet",
+                 *flags]) == 2
     assert message in capsys.readouterr().err and not out.exists()
     assert not (tmp_path / "s.models").exists()
 

@@ -24,7 +24,8 @@ CPU = torch.device("cpu")
 
 
 def slow_links(edges: list[tuple[int, int]], configurable: list[int]) -> set[tuple[int, int]]:
-    """The obvious definition: producer -> consumer between configurable nodes, direct or via one plain node."""
+    """The obvious definition: producer -> consumer between configurable nodes, direct or via one plain
+    node."""
     slot = {node: i for i, node in enumerate(configurable)}
     links = set()
     for p, c in edges:
@@ -63,15 +64,16 @@ def test_configurable_links_match_the_obvious_definition(case):
 def test_chunked_prediction_equals_one_pass(fusion, attention):
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion, config_attention=attention,
-                                                 configs_per_graph=6)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion,
+                                                 config_attention=attention, configs_per_graph=6)).eval()
     one_pass = predict_layout(model, example, device=CPU)
     chunked = predict_layout(model, example, device=CPU, batch_nodes=1)
     assert one_pass.shape == (example.num_configs,) and np.isfinite(one_pass).all()
     np.testing.assert_allclose(one_pass, chunked, rtol=1e-5, atol=1e-6)
     with torch.no_grad():  # row deduplication changes nothing on either path
         digits = example.configs.digits()
-        torch.testing.assert_close(model(example.inputs, digits), model(example.inputs, digits, dedup_rows=False))
+        torch.testing.assert_close(model(example.inputs, digits),
+                                   model(example.inputs, digits, dedup_rows=False))
 
 
 def test_intermediate_fusion_scores_depend_on_the_configs_only_through_configurable_nodes():
@@ -135,7 +137,8 @@ def test_fit_save_load_predict(tiny_competition, tmp_path, params):
     assert meta["format_version"] == 4
     assert {k: meta["config"][k] for k in params} == params
     loaded = GNNRanker.load(tmp_path / "model")
-    assert loaded.model.fusion == params["fusion"] and loaded.model.config_attention == loaded.config.config_attention
+    assert (loaded.model.fusion == params["fusion"]
+            and loaded.model.config_attention == loaded.config.config_attention)
     for (_, graph), scores in zip(graphs, predictions, strict=True):
         assert scores.shape == (graph.num_configs,) and np.isfinite(scores).all()
         np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), scores)
@@ -152,8 +155,10 @@ def test_tile_geometry_columns_follow_the_deduplicated_configs():
 
     graph = tile_graph(num_configs=9)
     graph.config_feat[4] = graph.config_feat[2]  # a duplicate: merged by compress
-    plain, rich = tile_example("t", graph, compress=True), tile_example("t", graph, compress=True, geometry=True)
-    assert rich.config_feat.shape == (plain.num_configs, 24 + TILE_GEOMETRY_COLUMNS) and plain.num_configs == 8
+    plain, rich = tile_example("t", graph, compress=True), tile_example("t", graph, compress=True,
+                                                                        geometry=True)
+    assert (rich.config_feat.shape == (plain.num_configs, 24 + TILE_GEOMETRY_COLUMNS)
+            and plain.num_configs == 8)
     np.testing.assert_array_equal(rich.config_feat[:, :24].numpy(), plain.config_feat.numpy())
     full = tile_config_tensor(graph, geometry=True)
     assert np.isfinite(full).all()
@@ -168,7 +173,8 @@ def test_a_tile_model_with_geometry_saves_and_loads(tiny_competition, tmp_path):
 
     public = tiny_competition / "public"
     ranker = GNNRanker(**FAST, tile_geometry=True)
-    ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"), FitOptions(progress=False))
+    ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"),
+               FitOptions(progress=False))
     ranker.save(tmp_path / "model")
     loaded = GNNRanker.load(tmp_path / "model")
     assert loaded.config.tile_geometry
@@ -179,7 +185,8 @@ def test_a_tile_model_with_geometry_saves_and_loads(tiny_competition, tmp_path):
 def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competition, tmp_path, monkeypatch):
     from solutions.gnn import settings as settings_module
 
-    monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name, {"loss": "listmle", "fusion": "early"})
+    monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name,
+                        {"loss": "listmle", "fusion": "early"})
     public = tiny_competition / "public"
     splits = SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid")
     default = GNNRanker(**FAST)
@@ -191,7 +198,8 @@ def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competi
     assert (chosen.config.loss, chosen.config.fusion) == ("hinge", "early")
     whole = GNNRanker(GNNConfig(**FAST))  # a whole config is used as it is: the class defaults
     whole.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (whole.config.loss, whole.config.fusion) == (GNNConfig.loss, GNNConfig.fusion) == ("hinge", "intermediate")
+    assert ((whole.config.loss, whole.config.fusion) == (GNNConfig.loss, GNNConfig.fusion)
+            == ("hinge", "intermediate"))
     default.save(tmp_path / "model")
     monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name, {})
     loaded = GNNRanker.load(tmp_path / "model")  # the saved settings, whatever today's table says
@@ -213,7 +221,8 @@ def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tm
 
     public = tiny_competition / "public"
     old = GNNRanker(**FAST, **BEFORE_VERSION_4)
-    old.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"), FitOptions(progress=False))
+    old.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
+            FitOptions(progress=False))
     old.save(tmp_path / "model")
     meta = json.loads((tmp_path / "model" / "gnn.json").read_text())
     meta["format_version"] = 3
@@ -223,11 +232,13 @@ def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tm
 
     class NewDefaults(GNNConfig):  # what a later kit's defaults could be
         def __init__(self, **values):
-            super().__init__(**{"fusion": "intermediate", "config_attention": True, "tile_geometry": True, **values})
+            super().__init__(**{"fusion": "intermediate", "config_attention": True, "tile_geometry": True,
+                                **values})
 
     monkeypatch.setattr(ranker_module, "GNNConfig", NewDefaults)
     loaded = GNNRanker.load(tmp_path / "model")
-    assert loaded.model.fusion == "early" and not loaded.model.config_attention and not loaded.config.tile_geometry
+    assert (loaded.model.fusion == "early" and not loaded.model.config_attention
+            and not loaded.config.tile_geometry)
     assert dataclasses.asdict(loaded.config) == dataclasses.asdict(old.config)
     for _, graph in iter_split(public, LAYOUT, "test"):
         np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), old.predict(LAYOUT, graph))
@@ -246,13 +257,14 @@ def test_tile_with_too_few_informative_valid_kernels_cross_validates_the_epoch(t
 
     public = tiny_competition / "public"
     ranker = GNNRanker(**{**FAST, "tile_epochs": 4, "eval_every": 1})
-    ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"), FitOptions(progress=False))
+    ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"),
+               FitOptions(progress=False))
     selection = ranker.summary()["selection"]
     assert selection["mode"] == CROSS_VALIDATION and selection["cv_folds"] == CV_FOLDS
-    assert selection["note"] == ("only 2 of the 3 valid kernels have 6 or more configs (a kernel with fewer scores "
-                                 "about the same whatever the model), fewer than the 5 model selection needs, so the "
-                                 "number of rounds or epochs was chosen by 4-fold cross-validation over the train "
-                                 "kernels")
+    assert selection["note"] == ("only 2 of the 3 valid kernels have 6 or more configs (a kernel with "
+                                 "fewer scores about the same whatever the model), fewer than the 5 model "
+                                 "selection needs, so the number of rounds or epochs was chosen by 4-fold "
+                                 "cross-validation over the train kernels")
     assert 1 <= selection["cv_best_epoch"] <= 4 and selection["cv_score"] is not None
     assert ranker.result.best_epoch == selection["cv_best_epoch"]
     assert ranker.result.stopped in ("selected epoch", "epochs") and len(ranker.result.history) == 1
@@ -275,9 +287,11 @@ def test_tied_nodes_are_linked_to_their_group_when_asked():
     plain = {tuple(p) for p in example.inputs.config_links().T.tolist()}
     tied = {tuple(p) for p in example.inputs.config_links(tied=True).T.tolist()}
     assert tied - plain <= {(0, 1), (1, 0)} and {(0, 1), (1, 0)} <= tied
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False, tied_links=True)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False,
+                                                 tied_links=True)).eval()
     one_pass = predict_layout(model, example, device=CPU)
-    np.testing.assert_allclose(one_pass, predict_layout(model, example, device=CPU, batch_nodes=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(one_pass, predict_layout(model, example, device=CPU, batch_nodes=1), rtol=1e-5,
+                               atol=1e-6)
     no_configs = layout_graph(num_configs=1, duplicates=False)
     no_configs.node_config_feat = no_configs.node_config_feat[:0]
     assert _tied_groups_of(no_configs).tolist() == [0, 1]

@@ -1,4 +1,5 @@
-"""``tpugraphs grade`` and ``report --grade``: the real final leaderboard, Kaggle's medal rules, the refusals."""
+"""``tpugraphs grade`` and ``report --grade``: the real final leaderboard, Kaggle's medal rules, the
+refusals."""
 
 from __future__ import annotations
 

@@ -91,14 +91,22 @@ def _broken(**changes):
 BAD_LAYOUTS = [
     ("missing key", _broken(node_splits=None), r"missing key\(s\) node_splits"),
     ("missing two keys", _broken(node_splits=None, node_config_ids=None), r"node_config_ids, node_splits"),
-    ("float edges", _broken(edge_index=np.zeros((4, 2), np.float64)), r"'edge_index' has dtype float64, expected int64"),
-    ("1-d node_splits", _broken(node_splits=np.array([0, 4])), r"'node_splits' has shape \(2,\), expected 2 dimensions \(1, k\)"),
-    ("139 features", _broken(node_feat=np.zeros((6, 139), np.float32)), r"'node_feat' has shape \(6, 139\), expected \(n, 140\)"),
-    ("opcode count", _broken(node_opcode=np.ones(5, np.uint8)), r"'node_opcode' has size 5 on axis 0 but other arrays say n=6"),
-    ("config count", _broken(config_runtime=np.ones(3, np.int64)), r"'node_config_feat' has size 4 on axis 0 but other arrays say c=3"),
-    ("edge out of range", _broken(edge_index=np.array([[9, 0]], np.int64)), r"'edge_index' refers to nodes outside 0..5"),
-    ("config id out of range", _broken(node_config_ids=np.array([1, 6])), r"'node_config_ids' refers to nodes outside 0..5"),
-    ("18 slots", _broken(node_config_feat=np.zeros((4, 2, 17), np.float32)), r"'node_config_feat' has shape \(4, 2, 17\)"),
+    ("float edges", _broken(edge_index=np.zeros((4, 2), np.float64)),
+     r"'edge_index' has dtype float64, expected int64"),
+    ("1-d node_splits", _broken(node_splits=np.array([0, 4])),
+     r"'node_splits' has shape \(2,\), expected 2 dimensions \(1, k\)"),
+    ("139 features", _broken(node_feat=np.zeros((6, 139), np.float32)),
+     r"'node_feat' has shape \(6, 139\), expected \(n, 140\)"),
+    ("opcode count", _broken(node_opcode=np.ones(5, np.uint8)),
+     r"'node_opcode' has size 5 on axis 0 but other arrays say n=6"),
+    ("config count", _broken(config_runtime=np.ones(3, np.int64)),
+     r"'node_config_feat' has size 4 on axis 0 but other arrays say c=3"),
+    ("edge out of range", _broken(edge_index=np.array([[9, 0]], np.int64)),
+     r"'edge_index' refers to nodes outside 0..5"),
+    ("config id out of range", _broken(node_config_ids=np.array([1, 6])),
+     r"'node_config_ids' refers to nodes outside 0..5"),
+    ("18 slots", _broken(node_config_feat=np.zeros((4, 2, 17), np.float32)),
+     r"'node_config_feat' has shape \(4, 2, 17\)"),
 ]
 
 
@@ -168,7 +176,8 @@ def test_iter_split_and_data_dir_layouts(tmp_path):
     for data_dir in (root, root / "npz_all", root / "npz_all" / "npz"):
         assert find_npz_root(data_dir) == root / "npz_all" / "npz"
         assert len(list_split(data_dir, collection, "train")) == 2
-    with pytest.raises(FileNotFoundError, match=r"no layout:xla:random valid folder here.*npz_all/npz/layout/xla/random/valid"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"no layout:xla:random valid folder here.*npz_all/npz/layout/xla/random/valid"):
         list_split(root, collection, "valid")
 
 

@@ -1,4 +1,5 @@
-"""Graph Segment Training (solutions.gnn.gst): segments, the embedding table, and GST fits on the tiny competition."""
+"""Graph Segment Training (solutions.gnn.gst): segments, the embedding table, and GST fits on the tiny
+competition."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_topological_order_puts_producers_first_whatever_the_ids(seed, n):
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 120), size=st.integers(1, 50))
 def test_segments_cover_every_node_once_and_respect_the_size(seed, n, size):
     rng = np.random.default_rng(seed)
-    cuts = np.sort(rng.choice(np.arange(1, max(2, n)), size=min(n - 1, rng.integers(0, 6)), replace=False)) if n > 1 else []
+    cuts = np.sort(rng.choice(np.arange(1, max(2, n)), size=min(n - 1, rng.integers(0, 6)),
+                              replace=False)) if n > 1 else []
     segments = graph_segments(n, random_dag(rng, n, 2 * n), np.concatenate([[0], cuts]), size)
     nodes = np.concatenate(segments)
     assert sorted(nodes.tolist()) == list(range(n))
@@ -128,7 +130,8 @@ def test_all_segments_fresh_equals_the_full_model_on_the_cut_graph():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(np.random.default_rng(2)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early",
+                                                 config_attention=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     scores = gst_layout_scores(model, example, segments, table, index, segments_per_step=len(segments),
@@ -143,7 +146,8 @@ def test_historical_values_stand_in_for_segments_not_recomputed():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(np.random.default_rng(3)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early",
+                                                 config_attention=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     common = {"stale_dropout": 0.0, "device": torch.device("cpu"), "dedup_rows": True}
@@ -165,7 +169,8 @@ def test_historical_values_stand_in_for_segments_not_recomputed():
 def test_stale_dropout_leaves_historical_values_out():
     example = layout_example("g", layout_graph(np.random.default_rng(4)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early",
+                                                 config_attention=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     table.values[:] = 100.0  # absurd stored values: they move the scores only when used
@@ -233,14 +238,17 @@ def test_one_segment_per_graph_is_full_graph_training(tiny_competition):
     gst = fit(tiny_competition, training="gst", fusion="early", segment_size=100_000)
     assert gst.config.fusion == "early"
     for _, graph in iter_split(tiny_competition / "public", LAYOUT, "test"):
-        np.testing.assert_allclose(gst.predict(LAYOUT, graph), full.predict(LAYOUT, graph), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(gst.predict(LAYOUT, graph), full.predict(LAYOUT, graph), rtol=1e-4,
+                                   atol=1e-5)
 
 
 @pytest.mark.slow
 def test_gst_unpruned_fit_saves_its_mode_and_predicts_every_config(tiny_competition, tmp_path):
-    ranker = fit(tiny_competition, training="gst", fusion="early", segment_size=64, segments_per_step=2, pruning="none")
+    ranker = fit(tiny_competition, training="gst", fusion="early", segment_size=64, segments_per_step=2,
+                 pruning="none")
     summary = ranker.summary()
-    assert summary["training"] == "gst" and summary["gst"]["segments"] > 3 and summary["gst"]["table"] == "memory"
+    assert (summary["training"] == "gst" and summary["gst"]["segments"] > 3
+            and summary["gst"]["table"] == "memory")
     assert ranker.result.steps > 0
     ranker.save(tmp_path / "model")
     meta = json.loads((tmp_path / "model" / "gnn.json").read_text())

@@ -21,7 +21,8 @@ from competition.errors import DataFormatError
 SEED = 20231
 
 
-def random_layout(rng: np.random.Generator, *, configs=60, configurable=7, nodes=40, unique=12) -> LayoutGraph:
+def random_layout(rng: np.random.Generator, *, configs=60, configurable=7, nodes=40,
+                  unique=12) -> LayoutGraph:
     """A layout graph whose configs repeat: ``unique`` distinct config matrices drawn ``configs`` times."""
     pool = rng.integers(-1, 6, size=(unique, configurable, 18)).astype(np.float32)
     edges = np.sort(rng.integers(0, nodes, size=(nodes * 2, 2)), axis=1)[:, ::-1]
@@ -169,7 +170,8 @@ def test_cli_inspect_text_and_json(tmp_path, capsys):
                 "runtime_max", "memory_bytes"):  # fmt: skip
         assert record[key] == expected[key], key
     assert {"runtime_ratio", "runtime_hidden", "compressed", "arrays", "kind", "path"} <= set(record)
-    assert record["arrays"]["node_config_feat"] == {"shape": [60, 7, 18], "dtype": "<f4", "nbytes": 60 * 7 * 18 * 4}
+    assert record["arrays"]["node_config_feat"] == {"shape": [60, 7, 18], "dtype": "<f4",
+                                                    "nbytes": 60 * 7 * 18 * 4}
 
 
 def _write_npz(path: Path, arrays: dict) -> Path:
@@ -203,7 +205,8 @@ def _bad_files(tmp_path: Path) -> list[tuple[Path, str]]:
         (truncated, r"truncated\.npz: not an npz \(zip\) archive"),
         (no_ids, r"no_ids\.npz: missing key\(s\) node_config_ids of a layout graph"),
         (no_config, r"no_config\.npz: neither 'config_feat' \(tile\) nor 'node_config_feat' \(layout\)"),
-        (_write_npz(tmp_path / "mismatch.npz", mismatch), r"mismatch\.npz: array 'node_config_feat' has size 60 on axis 0 but other arrays say c=59"),
+        (_write_npz(tmp_path / "mismatch.npz", mismatch),
+         r"mismatch\.npz: array 'node_config_feat' has size 60 on axis 0 but other arrays say c=59"),
         (header, r"header\.npz: array 'config_feat' has no readable \.npy header"),
         (tmp_path / "absent.npz", r"absent\.npz: no such file"),
     ]  # fmt: skip
@@ -287,5 +290,6 @@ def test_cli_inspect_refuses_a_bad_node_feat(tmp_path, capsys):
     save_graph(random_tile(np.random.default_rng(SEED)), good)
     assert main(["inspect", str(path), str(good)]) == 1
     captured = capsys.readouterr()
-    assert f"tpugraphs inspect: {path}: array 'node_feat' has shape (40, 139), expected (n, 140)" in captured.err
+    assert (f"tpugraphs inspect: {path}: array 'node_feat' has shape (40, 139), expected (n, 140)"
+            in captured.err)
     assert str(path) not in captured.out and "tile graph" in captured.out  # the good file is still summarised

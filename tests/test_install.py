@@ -96,7 +96,8 @@ def imports_of(path: Path) -> list[tuple[str, str]]:
             if cell["cell_type"] != "code":
                 continue
             code = "".join(cell["source"])
-            code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
+            code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                             for line in code.splitlines())
             found += [(f"{path.relative_to(ROOT)} cell {number} line {line}", module)
                       for line, module in imports_of_python(code, str(path))]
         return found
@@ -136,8 +137,9 @@ def undeclared_imports(part: str) -> list[str]:
             if not is_third_party(module, path) or module in OPTIONAL_IMPORTS:
                 continue
             if module not in PROVIDED_BY:
-                problems.append(f"{where} imports {module}, which competition/commands/_extras.py's PROVIDED_BY "
-                                f"does not know: declare its distribution in pyproject.toml and add it there")
+                problems.append(f"{where} imports {module}, which competition/commands/_extras.py's "
+                                "PROVIDED_BY does not know: declare its distribution in pyproject.toml and "
+                                "add it there")
             elif normalize(PROVIDED_BY[module][0]) not in have:
                 problems.append(f"{where} imports {module}, but {PROVIDED_BY[module][0]} is not in "
                                 f"{'the base dependencies' if part == 'base' else f'the {part!r} extra'}")
@@ -194,8 +196,10 @@ def test_the_extras_that_bring_torch_say_to_install_its_cpu_build_first():
 
 def test_the_extras_table_names_each_module_where_pyproject_declares_it():
     for module, (distribution, extra) in PROVIDED_BY.items():
-        where = PYPROJECT["project"]["dependencies"] if not extra else PYPROJECT["project"]["optional-dependencies"][extra]
-        assert normalize(distribution) in {requirement_name(r)[0] for r in where}, (module, distribution, extra)
+        where = (PYPROJECT["project"]["dependencies"] if not extra
+                 else PYPROJECT["project"]["optional-dependencies"][extra])
+        assert normalize(distribution) in {requirement_name(r)[0] for r in where}, (
+            module, distribution, extra)
 
 
 def test_the_extras_table_agrees_with_the_installed_distributions():
@@ -214,7 +218,8 @@ def test_make_demo_installs_the_solutions_and_make_test_everything():
     assert "STAMP := $(VENV)/.installed-solutions" in makefile and "demo: $(STAMP)" in makefile
     assert "TEST_STAMP := $(VENV)/.installed-dev" in makefile and "test: $(TEST_STAMP)" in makefile
     # dev is everything the tests touch: every extra but the Kaggle client (its tests fake the API).
-    everything = set().union(*(declared(e) for e in PYPROJECT["project"]["optional-dependencies"] if e != "kaggle"))
+    everything = set().union(*(declared(e) for e in PYPROJECT["project"]["optional-dependencies"]
+                               if e != "kaggle"))
     assert declared("dev") == everything
 
 
@@ -223,17 +228,21 @@ def test_requirements_txt_installs_the_kit_with_its_solutions_and_agrees_with_py
              if line.strip() and not line.lstrip().startswith("#")]
     assert "-e .[solutions]" in lines  # the kit itself, with the extra a competitor needs
     listed = [line for line in lines if not line.startswith("-")]
-    assert listed == [*PYPROJECT["project"]["dependencies"], *PYPROJECT["project"]["optional-dependencies"]["solutions"]]
+    assert listed == [*PYPROJECT["project"]["dependencies"],
+                      *PYPROJECT["project"]["optional-dependencies"]["solutions"]]
 
 
 def test_a_missing_extra_names_the_extra_to_install():
     message = missing_extra_message(ModuleNotFoundError("No module named 'lightgbm'", name="lightgbm"))
-    assert message is not None and "'solutions' extra" in message and "pip install 'tpugraphs-kit[solutions]'" in message
+    assert (message is not None and "'solutions' extra" in message
+            and "pip install 'tpugraphs-kit[solutions]'" in message)
     assert "index-url https://download.pytorch.org/whl/cpu" in message  # never the CUDA build by accident
     leaderboard = missing_extra_message(ModuleNotFoundError(name="sqlalchemy.orm"))
     assert leaderboard == ("sqlalchemy is not installed; it comes with the kit's 'leaderboard' extra: "
-                           "pip install 'tpugraphs-kit[leaderboard]' (in a clone: pip install -e '.[leaderboard]')")
-    assert missing_extra_message(ModuleNotFoundError(name="numpy")) is None  # base: a broken install, keep the traceback
+                           "pip install 'tpugraphs-kit[leaderboard]' (in a clone: pip install -e "
+                           "'.[leaderboard]')")
+    # base: a broken install, keep the traceback
+    assert missing_extra_message(ModuleNotFoundError(name="numpy")) is None
     assert missing_extra_message(ModuleNotFoundError(name="no_such_module")) is None
 
 

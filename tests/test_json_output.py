@@ -75,7 +75,7 @@ def test_inspect_is_one_document_for_several_files(files, capsys):
 
 
 def test_solve_json_without_a_file_prints_the_report_on_stdout(files, tmp_path, capsys):
-    assert main(["solve", "--data", str(files["public"]), "--out", str(tmp_path / "s.csv"), "--method", "random",
-                 "--collection", "tile:xla", "--quiet", "--json"]) == 0
+    assert main(["solve", "--data", str(files["public"]), "--out", str(tmp_path / "s.csv"), "--method",
+                 "random", "--collection", "tile:xla", "--quiet", "--json"]) == 0
     document = one_document(capsys)
     assert document["method"] == "random" and document["collections"][0]["collection"] == "tile:xla"

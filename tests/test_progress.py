@@ -119,7 +119,8 @@ def test_solve_into_a_log_file_has_no_carriage_return(tiny_competition: Path, tm
                "--data", str(tiny_competition / "public"), "--out", str(tmp_path / "gbdt.csv"),
                "--model-dir", str(tmp_path / "models"), *(["--quiet"] if quiet else [])]
     with log.open("w") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=300)
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
+                              timeout=300)
     text = log.read_text()
     assert done.returncode == 0, text
     assert "\r" not in text

@@ -32,7 +32,8 @@ from solutions.pruning import (
 
 SELECTIONS = [ConfigurableOnly(), ConfigurableOnly(keep_edges=True), OneHop(), KHopToConsumers(0),
               KHopToConsumers(2), KHopToConsumers(3, producers=2)]
-MERGES = [MergeDroppedRuns(), MergeDroppedRuns(OneHop()), MergeDroppedRuns(KHopToConsumers(1), aggregate="sum", opcode=7)]
+MERGES = [MergeDroppedRuns(), MergeDroppedRuns(OneHop()),
+          MergeDroppedRuns(KHopToConsumers(1), aggregate="sum", opcode=7)]
 
 
 # -- slow, obvious references (Python sets and dicts) ----------------------------------------------
@@ -80,7 +81,8 @@ def ref_induced_edges(graph: LayoutGraph, kept: set[int], keep_edges: bool = Tru
     new_id = {old: new for new, old in enumerate(sorted(kept))}
     if not keep_edges:
         return []
-    return [list(e) for e in sorted({(new_id[u], new_id[v]) for u, v in edge_list(graph) if u in kept and v in kept})]
+    return [list(e)
+            for e in sorted({(new_id[u], new_id[v]) for u, v in edge_list(graph) if u in kept and v in kept})]
 
 
 def ref_merge(graph: LayoutGraph, kept: set[int]) -> tuple[list[int], list[list[int]], list[float]]:
@@ -187,7 +189,8 @@ def check_conventions(graph_in: LayoutGraph, result: pruning.PruneResult) -> Non
     assert (np.diff(result.new_to_old[kept]) > 0).all(), "kept nodes keep their relative order"
     # splits: increasing offsets from 0, each the first new node of a computation
     splits = out.node_splits
-    assert splits.shape[0] == 1 and splits[0, 0] == 0 and (np.diff(splits[0]) > 0).all() and splits[0, -1] <= n_new
+    assert (splits.shape[0] == 1 and splits[0, 0] == 0 and (np.diff(splits[0]) > 0).all()
+            and splits[0, -1] <= n_new)
     assert result.stats == PruningStats.of(graph_in, out)
 
 
@@ -204,7 +207,8 @@ def test_selections_match_the_set_reference(graph, transform):
     check_conventions(graph, result)
     kept = ref_kept(transform, graph)
     assert result.new_to_old.tolist() == sorted(kept)
-    assert result.graph.edge_index.tolist() == ref_induced_edges(graph, kept, getattr(transform, "keep_edges", True))
+    assert result.graph.edge_index.tolist() == ref_induced_edges(graph, kept,
+                                                                 getattr(transform, "keep_edges", True))
     assert result.is_topological  # induced subgraphs keep u > v
     assert (result.old_to_new >= 0).sum() == len(kept)
     assert result.graph.node_splits[0].tolist() == ref_splits(graph, sorted(kept))
@@ -247,7 +251,8 @@ def test_merge_matches_the_reference(graph, transform, with_scipy):
     # virtual nodes: opcode, aggregated features, member counts
     assert (out.node_opcode[virtual] == transform.opcode).all()
     members = result.member_counts
-    assert members.sum() == graph.num_nodes and (members[~virtual] == 1).all() and (members[virtual] >= 1).all()
+    assert (members.sum() == graph.num_nodes and (members[~virtual] == 1).all()
+            and (members[virtual] >= 1).all())
     for node in np.flatnonzero(virtual):
         feats = graph.node_feat[result.old_to_new == node].astype(np.float64)
         expected = feats.mean(axis=0) if transform.aggregate == "mean" else feats.sum(axis=0)
@@ -260,14 +265,16 @@ def test_merge_matches_the_reference(graph, transform, with_scipy):
     # u > v everywhere unless a run reads a kept node at or after one that reads the run
     assert result.is_topological or any(
         max((v for u, v in edge_list(graph) if result.old_to_new[u] == node and v in kept), default=-1)
-        >= min((u for u, v in edge_list(graph) if result.old_to_new[v] == node and u in kept), default=graph.num_nodes)
+        >= min((u for u, v in edge_list(graph) if result.old_to_new[v] == node and u in kept),
+               default=graph.num_nodes)
         for node in np.flatnonzero(virtual)
     )
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 30).flatmap(lambda n: st.tuples(
-    st.just(n), st.lists(st.tuples(st.integers(0, max(n - 1, 0)), st.integers(0, max(n - 1, 0))), max_size=2 * n)
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, max(n - 1, 0)), st.integers(0, max(n - 1, 0))), max_size=2 * n)
 )))
 def test_component_labellings_agree(case):
     n, pairs = case
@@ -300,7 +307,8 @@ def test_example_graph_configurable_only():
     assert result.graph.node_config_ids.tolist() == [0, 1]
     assert result.graph.node_splits.tolist() == [[0, 1]]  # node 6 starts the second computation (5..7)
     assert result.graph.node_feat[:, 0].tolist() == [2.0, 6.0]
-    assert ConfigurableOnly(keep_edges=True).prune(graph).graph.edge_index.shape == (0, 2)  # 2, 6 not adjacent
+    # 2, 6 not adjacent
+    assert ConfigurableOnly(keep_edges=True).prune(graph).graph.edge_index.shape == (0, 2)
 
 
 def test_example_graph_one_hop():
@@ -344,7 +352,8 @@ def test_example_graph_merge_configurable_only():
     assert result.graph.node_opcode.tolist() == [0, 0, 3, 7, 0]
     assert result.graph.node_feat[:, 0].tolist() == [3.0, 1.0, 2.0, 6.0, 7.0]
     assert result.graph.node_config_ids.tolist() == [2, 3]
-    assert result.graph.node_splits.tolist() == [[0, 3]]  # virtual 0 in computation 1; node 6 opens the second
+    # virtual 0 in computation 1; node 6 opens the second
+    assert result.graph.node_splits.tolist() == [[0, 3]]
 
 
 def test_merge_moves_a_run_after_the_kept_node_it_reads():
@@ -355,7 +364,8 @@ def test_merge_moves_a_run_after_the_kept_node_it_reads():
     assert result.old_to_new.tolist() == [1, 0, 1, 2]
     assert result.graph.edge_index.tolist() == [[1, 0], [2, 1]]
     assert result.is_topological
-    assert result.graph.node_splits.tolist() == [[0, 2]]  # the run (at 1.5) joins computation 0; 3 opens the next
+    # the run (at 1.5) joins computation 0; 3 opens the next
+    assert result.graph.node_splits.tolist() == [[0, 2]]
 
 
 def test_merge_cannot_order_a_run_between_crossed_kept_nodes():
@@ -444,18 +454,20 @@ def test_compose_chains_mappings(graph, transforms):
 
 def test_names_and_cache_keys():
     transforms = [
-        ConfigurableOnly(), ConfigurableOnly(keep_edges=True), OneHop(), KHopToConsumers(3), KHopToConsumers(5),
-        KHopToConsumers(3, producers=1), MergeDroppedRuns(), MergeDroppedRuns(OneHop()),
+        ConfigurableOnly(), ConfigurableOnly(keep_edges=True), OneHop(), KHopToConsumers(3),
+        KHopToConsumers(5), KHopToConsumers(3, producers=1), MergeDroppedRuns(), MergeDroppedRuns(OneHop()),
         MergeDroppedRuns(aggregate="sum"), MergeDroppedRuns(opcode=3), Compose([OneHop()]),
         Compose([KHopToConsumers(3), OneHop()]), Compose([OneHop(), KHopToConsumers(3)]),
     ]
     keys = [t.cache_key for t in transforms]
     assert len(set(keys)) == len(keys), "different transforms must never share a cache key"
     assert all(key.endswith(f"-v{TRANSFORM_VERSION}") for key in keys)
-    assert all(set(key) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") for key in keys)
+    assert all(set(key) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+               for key in keys)
     assert KHopToConsumers(3).name == "khop_to_consumers(k=3,producers=0)"
     assert KHopToConsumers(3).cache_key == f"khop_to_consumers_k_3_producers_0-v{TRANSFORM_VERSION}"
-    assert MergeDroppedRuns().name == "merge_dropped_runs(configurable_only(keep_edges=False),aggregate=mean,opcode=0)"
+    assert (MergeDroppedRuns().name
+            == "merge_dropped_runs(configurable_only(keep_edges=False),aggregate=mean,opcode=0)")
     assert KHopToConsumers(3) == KHopToConsumers(k=3, producers=0) and hash(OneHop()) == hash(OneHop())
     assert repr(OneHop()) == "<OneHop one_hop>"
 
@@ -480,19 +492,24 @@ def tile_graph() -> TileGraph:
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
-        (lambda: OneHop()(tile_graph()), TypeError, r"pruning takes a LayoutGraph \(tile graphs have no configurable"),
+        (lambda: OneHop()(tile_graph()), TypeError,
+         r"pruning takes a LayoutGraph \(tile graphs have no configurable"),
         (lambda: MergeDroppedRuns()(tile_graph()), TypeError, "got TileGraph"),
         (lambda: Compose([OneHop()])(tile_graph()), TypeError, "got TileGraph"),
         (lambda: KHopToConsumers(-1), ValueError, r"k and producers must be integers >= 0, got k=-1"),
         (lambda: KHopToConsumers(2.5), ValueError, r"got k=2\.5"),
         (lambda: KHopToConsumers(2, producers=-3), ValueError, r"producers=-3"),
-        (lambda: MergeDroppedRuns(aggregate="max"), ValueError, r"unknown aggregate 'max'; expected one of mean, sum"),
-        (lambda: MergeDroppedRuns(opcode=256), ValueError, r"opcode must fit node_opcode's uint8 \(0..255\), got 256"),
+        (lambda: MergeDroppedRuns(aggregate="max"), ValueError,
+         r"unknown aggregate 'max'; expected one of mean, sum"),
+        (lambda: MergeDroppedRuns(opcode=256), ValueError,
+         r"opcode must fit node_opcode's uint8 \(0..255\), got 256"),
         (lambda: MergeDroppedRuns(Compose([])), TypeError, r"selection must be a node selection"),
-        (lambda: Compose([OneHop(), "one_hop"]), TypeError, r"Compose takes pruning transforms, got 'one_hop'"),
+        (lambda: Compose([OneHop(), "one_hop"]), TypeError,
+         r"Compose takes pruning transforms, got 'one_hop'"),
         (lambda: prune_to_selection(example_graph(), np.ones(3, bool)), ValueError,
          r"keep has shape \(3,\); expected \(8,\), one flag per node"),
-        (lambda: pruning.merge_dropped_runs(example_graph(), np.ones(9, bool)), ValueError, r"keep has shape \(9,\)"),
+        (lambda: pruning.merge_dropped_runs(example_graph(), np.ones(9, bool)), ValueError,
+         r"keep has shape \(9,\)"),
     ],
 )
 def test_bad_input(make, error, message):
@@ -508,8 +525,10 @@ def test_base_class_is_abstract():
 
 
 def test_stats():
-    stats = PruningStats(nodes_before=43_615, nodes_after=9_294, edges_before=72_000, edges_after=6_372, configurable=2_250)
-    assert stats.node_reduction == pytest.approx(4.693, abs=1e-3) and stats.node_ratio == pytest.approx(0.2131, abs=1e-4)
+    stats = PruningStats(nodes_before=43_615, nodes_after=9_294, edges_before=72_000, edges_after=6_372,
+                         configurable=2_250)
+    assert (stats.node_reduction == pytest.approx(4.693, abs=1e-3)
+            and stats.node_ratio == pytest.approx(0.2131, abs=1e-4))
     assert stats.edge_reduction == pytest.approx(11.3, abs=0.01)
     assert stats.summary() == "43,615 -> 9,294 nodes (4.7x), 72,000 -> 6,372 edges (11.3x)"
     assert stats.as_dict()["nodes_after"] == 9_294
@@ -549,7 +568,8 @@ def test_realscale_pruning_matches_references(xla_graph):
 
 @needs_realdata(LAYOUT_PROTO)
 def test_real_layout_graph_reduction():
-    featurize = pytest.importorskip("competition.data.protos.featurize", reason="the proto featurizer is not available")
+    featurize = pytest.importorskip("competition.data.protos.featurize",
+                                    reason="the proto featurizer is not available")
     [(_, graph)] = featurize.featurize_file(LAYOUT_PROTO)
     assert (graph.num_nodes, graph.num_configurable_nodes) == (3163, 62)
     for transform in [*SELECTIONS, *MERGES]:
@@ -570,11 +590,13 @@ SELECTION_NAMES = ["configurable", "configurable:edges", "onehop", "khop:0", "kh
 CANONICAL_NAMES = [
     *SELECTION_NAMES,
     "merged", *(f"merged:{name}" for name in SELECTION_NAMES if name != "configurable"),
-    "onehop+merged", "khop:4+merged", "configurable:edges+khop:2:1", "khop:2+configurable:edges+merged:onehop",
+    "onehop+merged", "khop:4+merged", "configurable:edges+khop:2:1",
+    "khop:2+configurable:edges+merged:onehop",
 ]
 BUILT = {  # name -> the transform it must build
-    "configurable": ConfigurableOnly(), "configurable:edges": ConfigurableOnly(keep_edges=True), "onehop": OneHop(),
-    "khop:0": KHopToConsumers(0), "khop:3": KHopToConsumers(3), "khop:3:1": KHopToConsumers(3, producers=1),
+    "configurable": ConfigurableOnly(), "configurable:edges": ConfigurableOnly(keep_edges=True),
+    "onehop": OneHop(), "khop:0": KHopToConsumers(0), "khop:3": KHopToConsumers(3),
+    "khop:3:1": KHopToConsumers(3, producers=1),
     "merged": MergeDroppedRuns(), "merged:onehop": MergeDroppedRuns(OneHop()),
     "merged:khop:3:1": MergeDroppedRuns(KHopToConsumers(3, producers=1)),
     "khop:4+merged": Compose([KHopToConsumers(4), MergeDroppedRuns()]),
@@ -635,7 +657,8 @@ def test_nested_compose_flattens_and_unnamed_transforms_have_no_setting():
             pruning.pruning_setting(unnamed)
 
 
-VALID = r"; valid names: none, configurable, configurable:edges, onehop, khop:K, khop:K:P, merged, merged:SELECTION, or steps joined by '\+' \(e\.g\. onehop\+merged\)$"
+VALID = (r"; valid names: none, configurable, configurable:edges, onehop, khop:K, khop:K:P, merged, "
+         r"merged:SELECTION, or steps joined by '\+' \(e\.g\. onehop\+merged\)$")
 
 
 @pytest.mark.parametrize(("name", "problem"), [
@@ -671,7 +694,8 @@ def test_bad_names(name, problem):
 
 @pytest.mark.parametrize("value", [None, 3, True, ["onehop"]])
 def test_a_name_must_be_text(value):
-    with pytest.raises(pruning.PruningNameError, match=f"^a pruning name is text, got {re.escape(repr(value))}; valid"):
+    with pytest.raises(pruning.PruningNameError,
+                       match=f"^a pruning name is text, got {re.escape(repr(value))}; valid"):
         pruning.parse_pruning(value)
 
 
@@ -685,7 +709,8 @@ def test_registering_a_step_checks_its_description():
     class Undescribed(NodeSelection):
         keyword = "undescribed"
 
-    for cls, message in [(Nameless, "keyword must be a lower-case word"), (Taken, "'onehop' is taken by OneHop"),
+    for cls, message in [(Nameless, "keyword must be a lower-case word"),
+                         (Taken, "'onehop' is taken by OneHop"),
                          (Undescribed, "needs a syntax and a summary")]:
         with pytest.raises(ValueError, match=message):
             pruning.register_step(cls)

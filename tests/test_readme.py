@@ -109,8 +109,8 @@ def test_readme_code_blocks_run_in_order(tmp_path):
             skipped.append(f"{where} (block: needs {block.needs})")
             continue
         if block.language == "python":
-            done = subprocess.run([sys.executable, "-c", block.text], cwd=tmp_path, env=env, capture_output=True,
-                                  text=True, timeout=600)
+            done = subprocess.run([sys.executable, "-c", block.text], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, f"{where}: the python block failed:\n{done.stdout}\n{done.stderr}"
             ran.append(f"{where} (python)")
             continue
@@ -133,7 +133,8 @@ def test_readme_code_blocks_run_in_order(tmp_path):
         script = "set -ex\n" + "\n".join(runnable)
         done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=1200)
-        assert done.returncode == 0, f"{where}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+        assert done.returncode == 0, (f"{where}: exit {done.returncode}\n{done.stdout[-3000:]}\n"
+                                      f"{done.stderr[-5000:]}")
         ran.extend(f"{where}: {command}" for command in runnable)
     print("ran:\n  " + "\n  ".join(ran) + "\nnot run here:\n  " + "\n  ".join(skipped))
     assert ran, "no README code ran"
@@ -158,7 +159,7 @@ def test_what_the_kit_writes_by_default_is_ignored():
     from leaderboard.commands import DEFAULT_DB
 
     defaults = [DEFAULT_DB.removeprefix("sqlite:///"), "data/demo/private/solution.csv", "runs/gbdt.csv",
-                "runs/gbdt.models/tile_xla/model.txt", "notebooks/output/work/leaderboard.db", "leaderboard.db",
-                "leaderboard.db-wal"]
+                "runs/gbdt.models/tile_xla/model.txt", "notebooks/output/work/leaderboard.db",
+                "leaderboard.db", "leaderboard.db-wal"]
     assert not_ignored(defaults) == []
     assert not_ignored(["README.md", "solutions/settings.py"]) == ["README.md", "solutions/settings.py"]

@@ -120,7 +120,8 @@ def test_validation_scores_are_the_official_metric(tiny_competition, tmp_path, e
         for _, graph in iter_split(public(tiny_competition), collection, "valid"):
             order = ranking_from_predictions(collection, OracleMethod().predict(collection, graph))
             expected.append(tile_slowdown_score(order, graph.config_runtime, graph.config_runtime_normalizers)
-                            if collection.task.name == "tile" else kendall_tau_score(order, graph.config_runtime))
+                            if collection.task.name == "tile"
+                            else kendall_tau_score(order, graph.config_runtime))
         assert entry.validation_score == pytest.approx(np.mean(expected))
         assert entry.validation_score > 0.99  # knowing the runtimes ranks (almost) perfectly
     assert report.complete and report.rows == len(expected_from_data_dir(public(tiny_competition)))
@@ -130,7 +131,8 @@ def test_one_collection_writes_only_its_rows_and_says_so(tiny_competition, tmp_p
     out = tmp_path / "tile.csv"
     report = solve(public(tiny_competition), "gnn", out, collections=["tile:xla"], options=QUIET,
                    method_params=QUICK_GNN)
-    expected = {k: v for k, v in expected_from_data_dir(public(tiny_competition)).items() if k.startswith("tile:xla:")}
+    expected = {k: v for k, v in expected_from_data_dir(public(tiny_competition)).items()
+                if k.startswith("tile:xla:")}
     assert validate_submission(out, expected).ok
     assert not report.complete and report.rows == len(expected)
     assert "not a full Kaggle submission" in report.format_table()
@@ -155,8 +157,10 @@ def test_same_seed_same_file_and_predict_only_reuses_the_models(tiny_competition
     collections = ["tile:xla", "layout:nlp:random"]
     first, second, again = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
     options = FitOptions(seed=5, progress=False)
-    solve(public(tiny_competition), "gnn", first, collections=collections, options=options, method_params=QUICK_GNN)
-    solve(public(tiny_competition), "gnn", second, collections=collections, options=options, method_params=QUICK_GNN)
+    solve(public(tiny_competition), "gnn", first, collections=collections, options=options,
+          method_params=QUICK_GNN)
+    solve(public(tiny_competition), "gnn", second, collections=collections, options=options,
+          method_params=QUICK_GNN)
     assert first.read_bytes() == second.read_bytes()
     report = solve(public(tiny_competition), "gnn", again, collections=collections, options=options,
                    model_dir=tmp_path / "a.models", predict_only=True)
@@ -195,21 +199,24 @@ def test_a_cache_folder_changes_nothing_but_where_configs_are_read(tiny_competit
     assert loaded  # the tile graphs still went through load_graph: the guard was in the path
     assert (tmp_path / "cached.csv").read_bytes() == (tmp_path / "plain.csv").read_bytes()
     assert [c.validation_score for c in cached.collections] == [c.validation_score for c in plain.collections]
-    splits = {m.parent.parent.name for m in (cache / "layout" / "nlp" / "random").glob(f"*/*/{MANIFEST_NAME}")}
+    splits = {m.parent.parent.name
+              for m in (cache / "layout" / "nlp" / "random").glob(f"*/*/{MANIFEST_NAME}")}
     assert splits == ({"train", "valid", "test"} if method in ("gbdt", "gnn") else {"valid", "test"})
     # predict-only with the cache reads the saved models and gives the same file again
     again = solve(public(tiny_competition), method, tmp_path / "again.csv", collections=collections,
-                  options=FitOptions(seed=3, progress=False, cache_dir=cache), model_dir=tmp_path / "cached.models",
-                  predict_only=True)
+                  options=FitOptions(seed=3, progress=False, cache_dir=cache),
+                  model_dir=tmp_path / "cached.models", predict_only=True)
     assert (tmp_path / "again.csv").read_bytes() == (tmp_path / "plain.csv").read_bytes()
     assert again.predict_only
 
 
 def test_seed_ensemble_is_the_kits_blend_of_the_single_seed_runs(tiny_competition, tmp_path, extra_methods):
     data, collections, seeds = public(tiny_competition), ["tile:xla", "layout:xla:random"], [0, 1, 2]
-    singles = [solve(data, "seeded", tmp_path / f"seed{s}.csv", collections=collections, options=QUIET, seeds=[s])
+    singles = [solve(data, "seeded", tmp_path / f"seed{s}.csv", collections=collections, options=QUIET,
+                     seeds=[s])
                for s in seeds]
-    report = solve(data, "seeded", tmp_path / "blend.csv", collections=collections, options=QUIET, seeds=seeds)
+    report = solve(data, "seeded", tmp_path / "blend.csv", collections=collections, options=QUIET,
+                   seeds=seeds)
     # The slow reference: the three single-seed submissions blended by the kit's own ensemble.
     expected = expected_from_data_dir(data, [COLLECTION_BY_NAME[c] for c in collections])
     inputs = {str(s): validate_submission(tmp_path / f"seed{s}.csv", expected).rows for s in seeds}
@@ -235,7 +242,8 @@ def test_seed_ensemble_is_the_kits_blend_of_the_single_seed_runs(tiny_competitio
 def test_a_three_seed_blend_differs_from_each_seed(tiny_competition, tmp_path, extra_methods):
     """The blend is not one of its inputs in disguise (the reference test above would pass for that)."""
     data = public(tiny_competition)
-    solve(data, "seeded", tmp_path / "blend.csv", collections=["layout:xla:random"], options=QUIET, seeds=[0, 1, 2])
+    solve(data, "seeded", tmp_path / "blend.csv", collections=["layout:xla:random"], options=QUIET,
+          seeds=[0, 1, 2])
     solve(data, "seeded", tmp_path / "one.csv", collections=["layout:xla:random"], options=QUIET, seeds=[0])
     assert (tmp_path / "blend.csv").read_bytes() != (tmp_path / "one.csv").read_bytes()
 
@@ -246,14 +254,15 @@ def test_a_three_seed_blend_differs_from_each_seed(tiny_competition, tmp_path, e
     ({"collections": ["layout:xla"]}, "unknown collection 'layout:xla'"),
     ({"data_dir": "nowhere"}, "nowhere'?: no such directory"),
     ({"predict_only": True}, r"no saved models here \(solve.json is missing\)"),
-    ({"method_params": {"layout_epochs": 0}}, "setting layout_epochs=0: too small; layout_epochs must be an integer >= 1"),
+    ({"method_params": {"layout_epochs": 0}},
+     "setting layout_epochs=0: too small; layout_epochs must be an integer >= 1"),
     ({"method_params": {"nonsense": 1}}, "setting nonsense: --method gnn has no such setting"),
     ({"method_params": {"hidden": 8}, "predict_only": True}, "--param has no effect with --predict-only"),
     ({"options": FitOptions(device="cuda:7", progress=False)}, "cuda"),
 ])
 def test_user_errors(tiny_competition, tmp_path, kwargs, message):
-    call = {"data_dir": public(tiny_competition), "method": "gnn", "out": tmp_path / "sub.csv", "options": QUIET,
-            "collections": ["tile:xla"], **kwargs}
+    call = {"data_dir": public(tiny_competition), "method": "gnn", "out": tmp_path / "sub.csv",
+            "options": QUIET, "collections": ["tile:xla"], **kwargs}
     if "cuda" in message:
         pytest.importorskip("torch")
         import torch
@@ -277,17 +286,19 @@ def test_a_data_dir_without_the_splits(tmp_path):
 def test_predict_only_checks_the_saved_method(tiny_competition, tmp_path, extra_methods):
     solve(public(tiny_competition), "oracle", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
     with pytest.raises(SolveError, match="holds 'oracle' models, not 'random'"):
-        solve(public(tiny_competition), "random", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET,
-              predict_only=True)
-    with pytest.raises(SolveError, match=r"layout:xla:random: no model in this folder \(its completed runs cover: "
-                                          r"tile:xla\)"):
+        solve(public(tiny_competition), "random", tmp_path / "sub.csv", collections=["tile:xla"],
+              options=QUIET, predict_only=True)
+    with pytest.raises(SolveError,
+                       match=r"layout:xla:random: no model in this folder \(its completed runs cover: "
+                              r"tile:xla\)"):
         solve(public(tiny_competition), "oracle", tmp_path / "sub.csv", collections=["layout:xla:random"],
               options=QUIET, predict_only=True)
 
 
 def test_non_finite_predictions_are_refused(tiny_competition, tmp_path, extra_methods):
     with pytest.raises(RuntimeError, match="method 'broken' returned non-finite scores for tile:xla:"):
-        solve(public(tiny_competition), "broken", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
+        solve(public(tiny_competition), "broken", tmp_path / "sub.csv", collections=["tile:xla"],
+              options=QUIET)
     assert not (tmp_path / "sub.csv").exists()
 
 
@@ -325,7 +336,8 @@ def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, c
     (["--predict-only"], "run without --predict-only first"),
     (["--param", "hidden"], "expected NAME=VALUE"),
     (["--method", "gbdt", "--param", "objective=nope"],
-     "setting objective=nope: unknown; objective must be one of lambdarank, rank_xendcg, regression, pairwise"),
+     "setting objective=nope: unknown; objective must be one of lambdarank, rank_xendcg, regression, "
+     "pairwise"),
     (["--time-budget", "0"], "--time-budget must be > 0"),
     (["--seeds", "0,x"], "--seeds must be comma-separated integers"),
     (["--seeds", "0,1,1"], "seed(s) 1 listed more than once"),
@@ -369,9 +381,9 @@ def test_cli_disk_full_while_caching_exits_1_and_leaves_no_half_cache(tiny_compe
 
     monkeypatch.setattr(cache_module, "_stream_configs", no_space)
     cache = tmp_path / "cache"
-    code, _, err = run_cli(capsys, "--data", str(public(tiny_competition)), "--out", str(tmp_path / "sub.csv"),
-                           "--quiet", "--method", "random", "--collection", "layout:xla:default",
-                           "--cache-dir", str(cache))
+    code, _, err = run_cli(capsys, "--data", str(public(tiny_competition)), "--out",
+                           str(tmp_path / "sub.csv"), "--quiet", "--method", "random", "--collection",
+                           "layout:xla:default", "--cache-dir", str(cache))
     assert code == 1 and "cannot write: No space left on device" in err and "Traceback" not in err
     assert not any(cache.rglob("*.npy"))  # the failed build left nothing behind
     assert not (tmp_path / "sub.csv").exists()
@@ -398,13 +410,15 @@ def test_slugs_are_file_name_safe():
 
 
 def _tree_bytes(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
 
 
 TWO = ["tile:xla", "layout:xla:random"]
 
 
-def test_an_interrupted_run_leaves_the_previous_models_and_manifest_whole(tiny_competition, tmp_path, extra_methods,
+def test_an_interrupted_run_leaves_the_previous_models_and_manifest_whole(tiny_competition, tmp_path,
+                                                                          extra_methods,
                                                                              monkeypatch):
     models = tmp_path / "sub.models"
     solve(public(tiny_competition), "oracle", tmp_path / "sub.csv", collections=TWO, options=QUIET)
@@ -434,20 +448,23 @@ def test_predict_only_refuses_a_folder_mixing_runs_before_any_work(tiny_competit
     stamp = models / "layout_xla_random" / model_store.STAMP
     stamp.write_text(json.dumps({**json.loads(stamp.read_text()), "run_id": first}))
     (tmp_path / "out.csv").unlink(missing_ok=True)
-    with pytest.raises(SolveError, match=rf"layout:xla:random: .*layout_xla_random was written by run {first} but "
-                                         r"solve.json lists run \S+ \(an interrupted run\?\)"):
+    with pytest.raises(SolveError,
+                       match=rf"layout:xla:random: .*layout_xla_random was written by run {first} but "
+                             r"solve.json lists run \S+ \(an interrupted run\?\)"):
         solve(public(tiny_competition), "oracle", tmp_path / "out.csv", collections=TWO, options=QUIET,
               model_dir=models, predict_only=True)
     assert not (tmp_path / "out.csv").exists()
 
 
 @pytest.mark.parametrize(("damage", "message"), [
-    (lambda models: shutil.rmtree(models / "tile_xla"), r"tile:xla: .*tile_xla is missing or has no run stamp"),
+    (lambda models: shutil.rmtree(models / "tile_xla"),
+     r"tile:xla: .*tile_xla is missing or has no run stamp"),
     (lambda models: (models / "solve.json").write_text(json.dumps({"method": "oracle", "collections": TWO})),
      r"written by an older kit that did not record which run wrote each model"),
     (lambda models: (models / "solve.json").write_text("{not json"), r"solve.json: unreadable"),
 ])
-def test_predict_only_names_what_is_wrong_with_the_folder(tiny_competition, tmp_path, extra_methods, damage, message):
+def test_predict_only_names_what_is_wrong_with_the_folder(tiny_competition, tmp_path, extra_methods,
+                                                          damage, message):
     models = tmp_path / "sub.models"
     solve(public(tiny_competition), "oracle", tmp_path / "sub.csv", collections=TWO, options=QUIET)
     damage(models)
@@ -462,25 +479,29 @@ def test_runs_on_different_collections_accumulate(tiny_competition, tmp_path, ex
         solve(public(tiny_competition), "oracle", tmp_path / "sub.csv", collections=[name], options=QUIET)
     manifest = json.loads((models / "solve.json").read_text())
     assert set(manifest["collections"]) == set(TWO)
-    assert manifest["collections"]["tile:xla"]["run_id"] != manifest["collections"]["layout:xla:random"]["run_id"]
+    assert (manifest["collections"]["tile:xla"]["run_id"]
+            != manifest["collections"]["layout:xla:random"]["run_id"])
     solve(public(tiny_competition), "oracle", tmp_path / "out.csv", collections=TWO, options=QUIET,
           model_dir=models, predict_only=True)
 
 
 @pytest.mark.parametrize(("selection", "shown"), [
     ({"mode": "cross-validation", "cv_folds": 4, "note": "the valid split has only 3 kernels, ..."}, True),
-    ({"mode": "cross-validation", "cv_folds": 0, "note": "too few train kernels: nothing was cross-validated"},
+    ({"mode": "cross-validation", "cv_folds": 0,
+      "note": "too few train kernels: nothing was cross-validated"},
      False),
-    ({"mode": "valid", "valid_graphs": 8, "informative_graphs": 6, "note": "selected on 6 valid graphs"}, False),
+    ({"mode": "valid", "valid_graphs": 8, "informative_graphs": 6,
+      "note": "selected on 6 valid graphs"}, False),
 ])
-def test_the_selection_note_is_one_sentence_under_the_table_only_when_the_fallback_ran(tmp_path, selection, shown):
+def test_the_selection_note_is_one_sentence_under_the_table_only_when_the_fallback_ran(tmp_path, selection,
+                                                                                       shown):
     collection = runner.CollectionReport(
         collection="tile:xla", metric="tile_slowdown", validation_score=0.9, valid_graphs=3, test_graphs=4,
         fit_seconds=1.0, validate_seconds=0.1, predict_seconds=0.1, peak_memory_mb=10.0, model_path=None,
         details={"selection": selection})
-    report = runner.SolveReport(method="gbdt", submission=tmp_path / "s.csv", rows=4, collections=[collection],
-                                options=FitOptions(), predict_only=False, model_dir=tmp_path, seconds=1.0,
-                                process_peak_memory_mb=10.0)
+    report = runner.SolveReport(method="gbdt", submission=tmp_path / "s.csv", rows=4,
+                                collections=[collection], options=FitOptions(), predict_only=False,
+                                model_dir=tmp_path, seconds=1.0, process_peak_memory_mb=10.0)
     lines = report.format_table().splitlines()
     notes = [line for line in lines if selection["note"] in line]
     assert notes == ([f"tile:xla: {selection['note']}."] if shown else [])

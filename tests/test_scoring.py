@@ -94,7 +94,8 @@ def test_perfect_submission_file_and_kaggle_contract_agree(solution):
     kaggle_public = score(public, frame_submission[frame_submission.ID.isin(public.ID)], "ID")
     assert kaggle_public == pytest.approx(report.public)
     kaggle_all = score(frame_solution[frame_solution.Usage != "Ignored"],
-                       frame_submission[frame_submission.ID.isin(frame_solution.ID[frame_solution.Usage != "Ignored"])],
+                       frame_submission[
+                           frame_submission.ID.isin(frame_solution.ID[frame_solution.Usage != "Ignored"])],
                        "ID")
     assert kaggle_all == pytest.approx(report.score)
     assert math.isfinite(kaggle_all)
@@ -137,15 +138,22 @@ def test_bad_solution_is_a_host_error_not_a_participant_error():
 BAD_SOLUTIONS = [
     ("ID,Runtimes,Usage\n", r"line 1: header must be ID,Runtimes,Normalizers,Usage"),
     ("ID,Runtimes,Normalizers,Usage\n", r"the solution has no rows"),
-    ("ID,Runtimes,Normalizers,Usage\nfoo:bar,1,,Public\n", r"line 2: ID 'foo:bar' is not '<collection>:<file stem>'"),
-    ("ID,Runtimes,Normalizers,Usage\ntile:xla:a,1;x,1;1,Public\n", r"line 2: Runtimes is not a ';'-separated list"),
-    ("ID,Runtimes,Normalizers,Usage\ntile:xla:a,1;2,1,Public\n", r"line 2: tile row tile:xla:a needs one positive normalizer per runtime \(2\), got 1"),
-    ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,1;2,1;1,Public\n", r"line 2: layout row .* must leave Normalizers empty"),
-    ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,0;0,,Public\n", r"must be positive integers.*zeros"),
-    ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,1;2,,Hidden\n", r"line 2: Usage 'Hidden' is not one of Public, Private, Ignored"),
+    ("ID,Runtimes,Normalizers,Usage\nfoo:bar,1,,Public\n",
+     r"line 2: ID 'foo:bar' is not '<collection>:<file stem>'"),
+    ("ID,Runtimes,Normalizers,Usage\ntile:xla:a,1;x,1;1,Public\n",
+     r"line 2: Runtimes is not a ';'-separated list"),
+    ("ID,Runtimes,Normalizers,Usage\ntile:xla:a,1;2,1,Public\n",
+     r"line 2: tile row tile:xla:a needs one positive normalizer per runtime \(2\), got 1"),
+    ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,1;2,1;1,Public\n",
+     r"line 2: layout row .* must leave Normalizers empty"),
+    ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,0;0,,Public\n",
+     r"must be positive integers.*zeros"),
+    ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,1;2,,Hidden\n",
+     r"line 2: Usage 'Hidden' is not one of Public, Private, Ignored"),
     ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,1;2,,Public\nlayout:xla:default:a,1;2,,Public\n",
      r"line 3: ID layout:xla:default:a already on line 2"),
-    ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,1;2,Public\n", r"line 2: expected 4 columns, got 3"),
+    ("ID,Runtimes,Normalizers,Usage\nlayout:xla:default:a,1;2,Public\n",
+     r"line 2: expected 4 columns, got 3"),
 ]
 
 
@@ -183,10 +191,12 @@ def test_expected_configs(solution):
 
 def test_kaggle_contract_float_column_from_pandas():
     """A column pandas made float (integers plus an empty cell) is judged by value, not as '3.0'."""
-    solution = pd.DataFrame({"ID": ["tile:xla:a", "tile:xla:b"], "Runtimes": ["5", "7"], "Normalizers": ["5", "7"]})
+    solution = pd.DataFrame({"ID": ["tile:xla:a", "tile:xla:b"], "Runtimes": ["5", "7"],
+                             "Normalizers": ["5", "7"]})
     submission = pd.DataFrame({"ID": ["tile:xla:a", "tile:xla:b"], "TopConfigs": [0.0, 0.0]})
     assert score(solution, submission, "ID") == pytest.approx(1.0)
     with pytest.raises(ParticipantVisibleError, match="tile:xla:b"):
-        score(solution, pd.DataFrame({"ID": ["tile:xla:a", "tile:xla:b"], "TopConfigs": [0.0, float("nan")]}), "ID")
+        score(solution,
+              pd.DataFrame({"ID": ["tile:xla:a", "tile:xla:b"], "TopConfigs": [0.0, float("nan")]}), "ID")
     with pytest.raises(ParticipantVisibleError, match="exactly the columns ID,TopConfigs"):
         score(solution, submission.assign(Extra=1), "ID")

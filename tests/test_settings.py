@@ -14,7 +14,8 @@ from competition.collections import COLLECTION_NAMES
 from solutions.method import METHODS
 from solutions.settings import SettingError, parse_texts, schema
 
-SETTINGS_CLASSES = {name: getattr(info.load_class(), "settings_class", None) for name, info in METHODS.items()}
+SETTINGS_CLASSES = {name: getattr(info.load_class(), "settings_class", None)
+                    for name, info in METHODS.items()}
 WITH_SETTINGS = sorted(name for name, cls in SETTINGS_CLASSES.items() if cls is not None)
 
 
@@ -33,15 +34,18 @@ def no_data_read(monkeypatch):
 BAD_PARAMS = [
     ("gnn", ["lr=fast"], "setting lr=fast: not a number; lr must be a number >= 0 (default 0.005)"),
     ("gnn", ["lr=-1"], "setting lr=-1: too small; lr must be a number >= 0"),
-    ("gnn", ["patience=soon"], "setting patience=soon: not an integer; patience must be an integer >= 1 or none"),
-    ("gnn", ["num_threads=0"], "setting num_threads=0: too small; num_threads must be an integer >= 1 or none"),
+    ("gnn", ["patience=soon"],
+     "setting patience=soon: not an integer; patience must be an integer >= 1 or none"),
+    ("gnn", ["num_threads=0"],
+     "setting num_threads=0: too small; num_threads must be an integer >= 1 or none"),
     ("gnn", ["dropout=2"], "setting dropout=2: too large; dropout must be a number >= 0 and < 1"),
     ("gnn", ["hidden=3.5"], "setting hidden=3.5: not an integer"),
     ("gnn", ["hidden=nan"], "setting hidden=nan: not an integer"),
     ("gnn", ["lr=inf"], "setting lr=inf: not a finite number"),
     ("gnn", ["config_attention=maybe"], "setting config_attention=maybe: not true or false"),
     ("gnn", ["hiden=64"], "setting hiden: --method gnn has no such setting; did you mean hidden?"),
-    ("gnn", ["loss=listnet"], "setting loss=listnet: unknown (did you mean listmle?); loss must be one of hinge, listmle"),
+    ("gnn", ["loss=listnet"],
+     "setting loss=listnet: unknown (did you mean listmle?); loss must be one of hinge, listmle"),
     ("gnn", ["fusion=none"], "setting fusion=none: unknown; fusion must be one of early, intermediate"),
     ("gnn", ["pruning=khop"], "setting pruning=khop: khop takes K or K:P"),
     ("gnn", ["training=gst"], "setting training=gst with fusion=intermediate"),
@@ -54,17 +58,20 @@ BAD_PARAMS = [
     ("gbdt", ["ndcg_at=0"], "setting ndcg_at=0: too small; ndcg_at must be an integer >= 1 or none"),
     ("gbdt", ["bagging_fraction=1.5"], "setting bagging_fraction=1.5: too large"),
     ("gbdt", ["objective=lambdarnk"], "unknown (did you mean lambdarank?)"),
-    ("gbdt", ["linear_gain=false", "label_levels=40"], "LightGBM allows at most 31 levels with exponential gains"),
+    ("gbdt", ["linear_gain=false", "label_levels=40"],
+     "LightGBM allows at most 31 levels with exponential gains"),
     ("gbdt", ["pruning=none"], "setting pruning: --method gbdt has no such setting"),
     ("random", ["seed=1"], "--param seed: --method random has no settings"),
 ]
 
 
 @pytest.mark.parametrize(("method", "items", "message"), BAD_PARAMS, ids=[" ".join(r[1]) for r in BAD_PARAMS])
-def test_a_bad_param_is_one_line_and_exit_2_before_any_data_is_read(tiny_competition, tmp_path, capsys, no_data_read,
+def test_a_bad_param_is_one_line_and_exit_2_before_any_data_is_read(tiny_competition, tmp_path, capsys,
+                                                                    no_data_read,
                                                                      method, items, message):
     out = tmp_path / "sub.csv"
-    args = ["solve", "--data", str(tiny_competition / "public"), "--out", str(out), "--method", method, "--quiet"]
+    args = ["solve", "--data", str(tiny_competition / "public"), "--out", str(out), "--method", method,
+            "--quiet"]
     for item in items:
         args += ["--param", item]
     assert main(args) == 2
@@ -76,7 +83,8 @@ def test_a_bad_param_is_one_line_and_exit_2_before_any_data_is_read(tiny_competi
 
 
 def test_no_prune_is_the_pruning_setting(tiny_competition, tmp_path, capsys, no_data_read):
-    common = ["solve", "--data", str(tiny_competition / "public"), "--out", str(tmp_path / "s.csv"), "--quiet"]
+    common = ["solve", "--data", str(tiny_competition / "public"), "--out", str(tmp_path / "s.csv"),
+              "--quiet"]
     assert main([*common, "--no-prune", "--method", "gbdt"]) == 2
     assert "--no-prune: --method gbdt prunes no graphs" in capsys.readouterr().err
     assert main([*common, "--no-prune", "--param", "pruning=khop:2"]) == 2
@@ -90,7 +98,8 @@ def test_every_listed_default_reads_back_as_itself(method):
 
     rows = schema(SETTINGS_CLASSES[method])
     texts = {name: _shown(row.default) for name, row in rows.items()}
-    assert parse_texts(SETTINGS_CLASSES[method], texts, method) == {name: row.default for name, row in rows.items()}
+    assert parse_texts(SETTINGS_CLASSES[method], texts, method) == {name: row.default
+                                                                    for name, row in rows.items()}
 
 
 def test_the_schema_is_what_the_objects_check():
@@ -112,7 +121,8 @@ def _method_and_texts():
         st.just(method),
         st.dictionaries(st.sampled_from(sorted(schema(SETTINGS_CLASSES[method]))),
                         st.one_of(st.text(max_size=12), st.integers(-5, 5000).map(str),
-                                  st.floats(allow_nan=True).map(str), st.sampled_from(["none", "true", "false"])),
+                                  st.floats(allow_nan=True).map(str),
+                                  st.sampled_from(["none", "true", "false"])),
                         min_size=1, max_size=4)))
 
 

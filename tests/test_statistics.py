@@ -45,7 +45,8 @@ def make_case(graphs: dict[str, int] | None = None, configs: int = 40, seed: int
             g += 1
             if collection.task.name == "tile":
                 normalizer = np.full(n, 5000)
-                lines.append(f"{row_id},{';'.join(map(str, runtime))},{';'.join(map(str, normalizer))},{usage}")
+                lines.append(f"{row_id},{';'.join(map(str, runtime))},{';'.join(map(str, normalizer))},"
+                             f"{usage}")
             else:
                 lines.append(f"{row_id},{';'.join(map(str, runtime))},,{usage}")
             labels[row_id] = runtime
@@ -88,7 +89,8 @@ def slow_draws(solution, rows, scored: GraphScores, draws: int, seed: int) -> tu
     for d in range(draws):
         for name, c in scored.collections.items():
             picked = [c.ids[i] for i in indices[name][d]]
-            per_collection[name][d] = sum(slow_graph_score(solution, i, rows[i]) for i in picked) / len(picked)
+            per_collection[name][d] = sum(slow_graph_score(solution, i, rows[i])
+                                          for i in picked) / len(picked)
     overall = np.array([np.mean([per_collection[n][d] for n in per_collection]) for d in range(draws)])
     return overall, per_collection
 
@@ -118,7 +120,8 @@ def test_point_estimates_are_the_official_scores(case, usage):
     solution, subs = case
     official = score_rows(subs["random"], solution)
     result = stats.report(stats.per_graph_scores(subs["random"], solution, usage=usage), draws=50)
-    expected = {"all": (official.score, official.collections), "Public": (official.public, official.public_collections),
+    expected = {"all": (official.score, official.collections),
+                "Public": (official.public, official.public_collections),
                 "Private": (official.private, official.private_collections)}[usage]
     assert result.overall.estimate == pytest.approx(expected[0], abs=1e-12)
     assert {n: ci.estimate for n, ci in result.collections.items()} == pytest.approx(expected[1], abs=1e-12)
@@ -155,7 +158,8 @@ def test_tile_best_in_top5_share(case):
     solution, subs = case
     assert stats.report(stats.per_graph_scores(subs["truth"], solution), draws=10).tile_best_in_top5 == 1.0
     reverse = stats.report(stats.per_graph_scores(subs["reverse"], solution), draws=10)
-    assert reverse.tile_best_in_top5 == 0.0  # every tile graph here has at least 3 configs of distinct runtimes
+    # every tile graph here has at least 3 configs of distinct runtimes
+    assert reverse.tile_best_in_top5 == 0.0
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -209,10 +213,12 @@ def test_compare_matches_a_loop_that_rescores_each_draw(case):
     overall_a, per_a = slow_draws(solution, subs["random"], a, 60, 5)
     overall_b, per_b = slow_draws(solution, subs["reverse"], b, 60, 5)
     diff = overall_b - overall_a
-    assert (fast.overall.interval.low, fast.overall.interval.high) == pytest.approx(quantiles(diff), abs=1e-12)
+    assert (fast.overall.interval.low,
+            fast.overall.interval.high) == pytest.approx(quantiles(diff), abs=1e-12)
     assert fast.overall.p_b_better == pytest.approx(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
     for name, d in fast.collections.items():
-        assert (d.interval.low, d.interval.high) == pytest.approx(quantiles(per_b[name] - per_a[name]), abs=1e-12)
+        assert (d.interval.low, d.interval.high) == pytest.approx(quantiles(per_b[name] - per_a[name]),
+                                                                  abs=1e-12)
 
 
 def test_compare_lists_graphs_by_difference(case):
@@ -338,14 +344,16 @@ def test_shakeup_json_has_no_nan_when_a_board_is_empty():
 def test_blend_of_copies_is_the_input():
     ranking = np.array([3, 0, 2, 1, 4])
     for method in stats.METHODS:
-        assert blend_row([ranking, ranking], np.ones(2), method, task=LAYOUT, n_configs=5).tolist() == ranking.tolist()
+        assert blend_row([ranking, ranking], np.ones(2), method, task=LAYOUT,
+                         n_configs=5).tolist() == ranking.tolist()
 
 
 def test_blend_layout_weights_and_ties():
     a, b = np.array([0, 1, 2, 3]), np.array([3, 2, 1, 0])
     # Equal weights: every config has mean position 1.5; ties follow the first input.
     assert blend_row([a, b], np.ones(2), "rank-mean", task=LAYOUT, n_configs=4).tolist() == [0, 1, 2, 3]
-    assert blend_row([a, b], np.array([1.0, 2.0]), "rank-mean", task=LAYOUT, n_configs=4).tolist() == [3, 2, 1, 0]
+    assert blend_row([a, b], np.array([1.0, 2.0]), "rank-mean", task=LAYOUT,
+                     n_configs=4).tolist() == [3, 2, 1, 0]
     assert blend_row([a, b], np.array([1.0, 2.0]), "borda", task=LAYOUT, n_configs=4).tolist() == [3, 2, 1, 0]
 
 
@@ -419,7 +427,8 @@ def test_ensemble_names_an_invalid_input(case, tmp_path):
     good = write_submission(tmp_path / "good.csv", subs["truth"])
     bad = tmp_path / "bad.csv"
     bad.write_text(good.read_text().replace("tile:xla:g001,", "tile:xla:g001,0;0;", 1))
-    with pytest.raises(EnsembleError, match=r"bad.csv is not a valid submission:\n.*line \d+ \(ID tile:xla:g001\)"):
+    with pytest.raises(EnsembleError,
+                       match=r"bad.csv is not a valid submission:\n.*line \d+ \(ID tile:xla:g001\)"):
         stats.ensemble_files([good, bad], tmp_path / "e.csv", expected=solution.expected_configs())
     assert not (tmp_path / "e.csv").exists()
 
@@ -444,7 +453,8 @@ def _solution_text(solution) -> str:
     for labels in solution.labels.values():
         for g, row_id in enumerate(labels.ids):
             part = slice(labels.offsets[g], labels.offsets[g + 1])
-            normalizers = ";".join(map(str, labels.normalizers[part])) if labels.normalizers is not None else ""
+            normalizers = (";".join(map(str, labels.normalizers[part])) if labels.normalizers is not None
+                           else "")
             lines.append(f"{row_id},{';'.join(map(str, labels.runtimes[part]))},{normalizers},"
                          f"{usage_names[int(labels.usage[g])]}")
     return "\n".join(lines) + "\n"
@@ -459,9 +469,11 @@ def test_cli_report_and_compare_json(files, capsys):
     _, solution, paths = files
     report = _json(capsys, ["report", str(paths["random"]), "--solution", str(solution), "--json",
                             "--bootstrap", "500", "--seed", "4"])
-    assert report["draws"] == 500 and report["seed"] == 4 and report["ci_low"] <= report["score"] <= report["ci_high"]
-    compared = _json(capsys, ["compare", str(paths["random"]), str(paths["truth"]), "--solution", str(solution),
-                              "--json"])
+    assert (report["draws"] == 500 and report["seed"] == 4
+            and report["ci_low"] <= report["score"] <= report["ci_high"])
+    compared = _json(capsys,
+                     ["compare", str(paths["random"]), str(paths["truth"]), "--solution", str(solution),
+                      "--json"])
     assert compared["p_b_better"] > 0.99
     assert set(compared["collections"]["tile:xla"]) >= {"diff", "ci_low", "ci_high", "p_b_better"}
 
@@ -565,7 +577,8 @@ def test_solve_reports_validation_intervals(solved_tiny):
     report = runs["heuristic"]
     as_json = json.loads(json.dumps(report.to_json_dict()))
     assert as_json["validation_ci_low"] <= as_json["validation_score"] <= as_json["validation_ci_high"]
-    overall, per_collection = stats.intervals({c.collection: c.valid_graph_scores for c in report.collections},
+    overall, per_collection = stats.intervals({c.collection: c.valid_graph_scores
+                                               for c in report.collections},
                                               draws=as_json["interval_draws"], seed=0)
     assert (as_json["validation_ci_low"], as_json["validation_ci_high"]) == (overall.low, overall.high)
     for entry in as_json["collections"]:

@@ -50,7 +50,8 @@ CELLS = {
 PARSED = {row_id: np.array([int(x) for x in cell.split(";")]) for row_id, cell in CELLS.items()}
 
 
-def csv_bytes(lines: list[str], *, header: str = "ID,TopConfigs", newline: str = "\n", final: bool = True) -> bytes:
+def csv_bytes(lines: list[str], *, header: str = "ID,TopConfigs", newline: str = "\n",
+              final: bool = True) -> bytes:
     return (newline.join([header, *lines]) + (newline if final else "")).encode("utf-8")
 
 
@@ -76,18 +77,22 @@ UTF16_TEXT = GOOD.decode("utf-8")
 # (case id, file bytes, rule, line, message regex, validate_submission keyword arguments)
 BAD_FILES = [
     # ---- file level
-    ("empty", b"", "empty-file", None, r"the file is empty; expected the header 'ID,TopConfigs' and one row per "
+    ("empty", b"", "empty-file", None,
+     r"the file is empty; expected the header 'ID,TopConfigs' and one row per "
      r"test graph \(5 rows\)", {}),
     ("bom-only", b"\xef\xbb\xbf", "empty-file", None, r"the file is empty", {}),
     ("newline-only", b"\n", "empty-file", None, r"the file is empty", {}),
     ("too-large", GOOD, "too-large", None, r"larger than the 100 bytes limit \(stopped reading there\); a "
      r"complete submission for these 5 test graphs is about", {"max_bytes": 100}),
-    ("line-too-long", GOOD, "line-too-long", LINE[XLA], r"the line is longer than 70 bytes, more than any valid "
+    ("line-too-long", GOOD, "line-too-long", LINE[XLA],
+     r"the line is longer than 70 bytes, more than any valid "
      r"row", {"max_line_bytes": 70}),
     ("cr-only-line-endings", GOOD.replace(b"\n", b"\r"), "line-too-long", 1,
-     r"carriage returns but no newline: save the file with '\\n' or '\\r\\n' line endings", {"max_line_bytes": 100}),
+     r"carriage returns but no newline: save the file with '\\n' or '\\r\\n' line endings",
+     {"max_line_bytes": 100}),
     ("utf16-le-bom", UTF16_TEXT.encode("utf-16"), "encoding", None,
-     r"encoded as UTF-16 \(little-endian\): it starts with that encoding's byte-order mark; save it as UTF-8", {}),
+     r"encoded as UTF-16 \(little-endian\): it starts with that encoding's byte-order mark; save it as UTF-8",
+     {}),
     ("utf16-be-bom", b"\xfe\xff" + UTF16_TEXT.encode("utf-16-be"), "encoding", None,
      r"UTF-16 \(big-endian\)", {}),
     ("utf32-bom", UTF16_TEXT.encode("utf-32"), "encoding", None, r"UTF-32 \(little-endian\)", {}),
@@ -97,9 +102,11 @@ BAD_FILES = [
      LINE[TILE], r"not valid UTF-8: byte 0xE9 at byte 52 cannot be decoded \(saved as Latin-1 or "
      r"Windows-1252\?\); save the file as UTF-8", {}),
     ("latin1-header", "ID,TopConfigsé\n".encode("latin-1"), "encoding", 1, r"not valid UTF-8: byte 0xE9", {}),
-    ("nul-bytes", b"\x00\x01\x02\x03" * 8, "binary", None, r"contains NUL bytes \(the first at byte 1\): it is "
+    ("nul-bytes", b"\x00\x01\x02\x03" * 8, "binary", None,
+     r"contains NUL bytes \(the first at byte 1\): it is "
      r"binary", {}),
-    ("zip", b"PK\x03\x04" + GOOD, "binary", None, r"the file is a zip archive .*; submit the plain, uncompressed "
+    ("zip", b"PK\x03\x04" + GOOD, "binary", None,
+     r"the file is a zip archive .*; submit the plain, uncompressed "
      r"CSV", {}),
     ("gzip", gzip.compress(GOOD), "binary", None, r"the file is a gzip archive", {}),
     ("parquet", b"PAR1\x15\x04", "binary", None, r"a Parquet file", {}),
@@ -112,8 +119,8 @@ BAD_FILES = [
      r"carriage return \(\\r\) at column 47; lines end with '\\n' or '\\r\\n'", {}),
     # ---- CSV structure
     ("misspelt-header", csv_bytes(good_lines(), header="Id,TopConfigs"), "header", 1,
-     r"the header is 'Id,TopConfigs'; expected 'ID,TopConfigs' \(these exact names, in either order\): 'ID' is "
-     r"missing \(found 'Id'; names are exact and case-sensitive\)", {}),
+     r"the header is 'Id,TopConfigs'; expected 'ID,TopConfigs' \(these exact names, in either "
+     r"order\): 'ID' is missing \(found 'Id'; names are exact and case-sensitive\)", {}),
     ("other-column-name", csv_bytes(good_lines(), header="ID,Predictions"), "header", 1,
      r"'TopConfigs' is missing$", {}),
     ("spaced-header", csv_bytes(good_lines(), header="ID, TopConfigs"), "header", 1,
@@ -127,9 +134,10 @@ BAD_FILES = [
     ("tab-header", b"ID\tTopConfigs\n", "header", 1, r"separates its columns with tabs", {}),
     ("unknown-header", csv_bytes(good_lines(), header="a,b,c"), "header", 1,
      r"'ID' is missing; 'TopConfigs' is missing; it has 3 columns, a submission exactly two", {}),
-    ("extra-header-column", csv_bytes([f"{line},Public" for line in good_lines()], header="ID,TopConfigs,Usage"),
-     "extra-column", 1, r"the header has 3 columns; a submission has exactly ID and TopConfigs \(extra: 'Usage'\)",
-     {}),
+    ("extra-header-column",
+     csv_bytes([f"{line},Public" for line in good_lines()], header="ID,TopConfigs,Usage"),
+     "extra-column", 1,
+     r"the header has 3 columns; a submission has exactly ID and TopConfigs \(extra: 'Usage'\)", {}),
     ("extra-field", with_line(TILE, f"{TILE},17;3;1200;0;5,x"), "extra-column", LINE[TILE],
      r"the row has 3 fields but the header has 2; quote a field that contains ','", {}),
     ("trailing-comma", with_line(TILE, f"{TILE},17;3;1200;0;5,"), "extra-column", LINE[TILE],
@@ -159,13 +167,14 @@ BAD_FILES = [
     ("comma-only-row", plus(","), "empty-row", NEXT_LINE, r"the row has neither an ID nor TopConfigs", {}),
     # ---- IDs
     ("missing-id", csv_bytes(good_lines()[:-1]), "missing-id", None,
-     rf"1 of the 5 test graphs has no row \(1 layout:nlp:random\): {NLP}; a submission has exactly one row per "
-     r"test graph", {}),
+     rf"1 of the 5 test graphs has no row \(1 layout:nlp:random\): {NLP}; a submission has exactly "
+     r"one row per test graph", {}),
     ("duplicate-id", plus(f"{TILE},0;1;2;3;4"), "duplicate-id", NEXT_LINE,
-     rf"duplicate ID: this graph already has a row on line {LINE[TILE]}; give each test graph exactly one row", {}),
+     rf"duplicate ID: this graph already has a row on line {LINE[TILE]}; give each test graph exactly "
+     r"one row", {}),
     ("unknown-stem", plus("tile:xla:" + "e" * 32 + ",0;1;2;3;4"), "unknown-id", NEXT_LINE,
-     r"no test graph has the ID 'tile:xla:e{32}'; IDs name the test files \(tile:xla has 3 test graphs, listed "
-     r"in sample_submission.csv\)$", {}),
+     r"no test graph has the ID 'tile:xla:e{32}'; IDs name the test files \(tile:xla has 3 test "
+     r"graphs, listed in sample_submission.csv\)$", {}),
     ("malformed-id", plus("foo,0;1;2;3;4"), "unknown-id", NEXT_LINE,
      r"ID 'foo' is not '<collection>:<file stem>' with a collection among tile:xla, layout:xla:default", {}),
     ("bare-stem", plus("a" * 32 + ",0;1;2;3;4"), "unknown-id", NEXT_LINE, rf"did you mean {TILE}\?", {}),
@@ -179,7 +188,8 @@ BAD_FILES = [
      r"invisible character U\+FEFF", {}),
     ("second-header", plus("ID,TopConfigs"), "unknown-id", NEXT_LINE, r"a second header line\? files "
      r"concatenated\?", {}),
-    ("empty-id", plus(",0;1;2;3;4"), "unknown-id", NEXT_LINE, r"the ID is empty; expected '<collection>:<file "
+    ("empty-id", plus(",0;1;2;3;4"), "unknown-id", NEXT_LINE,
+     r"the ID is empty; expected '<collection>:<file "
      r"stem>'", {}),
     # ---- TopConfigs
     ("decimal", with_cell(TILE, "17;3.0;1200;0;5"), "not-integer", LINE[TILE],
@@ -194,8 +204,8 @@ BAD_FILES = [
      r"item 1 is '\[17'; .*; write the indices without brackets, e\.g\. 0;1;2;3;4", {}),
     ("tab", with_cell(TILE, "17;\t3;1200;0;5"), "not-integer", LINE[TILE],
      r"item 2 is '\\t3'; .*; only spaces may surround an index, not tabs", {}),
-    ("fullwidth-digit", with_cell(TILE, "17;\uff13;1200;0;5"), "not-integer", LINE[TILE], r"item 2 is '\uff13'",
-     {}),
+    ("fullwidth-digit", with_cell(TILE, "17;\uff13;1200;0;5"), "not-integer", LINE[TILE],
+     r"item 2 is '\uff13'", {}),
     ("negative", with_cell(TILE, "17;3;-1;0;5"), "negative-index", LINE[TILE],
      r"TopConfigs item 3 is -1; config indices are 0-based positions and never negative \(valid: 0\.\.1233\)",
      {}),
@@ -227,10 +237,12 @@ BAD_FILES = [
     ("too-long", with_cell(XLA, ";".join(map(str, [*XLA_ORDER, 0]))), "too-long", LINE[XLA],
      r"layout row lists 11 indices but the graph has 10 configs; list each of 0\.\.9 exactly once", {}),
     ("empty-item", with_cell(TILE, "17;3;;1200;0;5"), "empty-item", LINE[TILE],
-     r"TopConfigs item 3 is empty \(two ';' in a row, or a ';' at the start or end\); separate indices with a "
-     r"single ';'", {}),
-    ("trailing-semicolon", with_cell(TILE, "17;3;1200;0;5;"), "empty-item", LINE[TILE], r"item 6 is empty", {}),
-    ("leading-semicolon", with_cell(TILE, ";17;3;1200;0;5"), "empty-item", LINE[TILE], r"item 1 is empty", {}),
+     r"TopConfigs item 3 is empty \(two ';' in a row, or a ';' at the start or end\); separate "
+     r"indices with a single ';'", {}),
+    ("trailing-semicolon", with_cell(TILE, "17;3;1200;0;5;"), "empty-item", LINE[TILE],
+     r"item 6 is empty", {}),
+    ("leading-semicolon", with_cell(TILE, ";17;3;1200;0;5"), "empty-item", LINE[TILE],
+     r"item 1 is empty", {}),
 ]
 
 
@@ -317,9 +329,10 @@ def other_competition_lines(count: int) -> list[str]:
 NO_ID_MATCHES = [
     ("other-competition", csv_bytes(other_competition_lines(60)), ["unknown-id", "missing-id"],
      r"^none of the 60 IDs in the file names a test graph of these test files \(the first is "
-     r"'tile:xla:0{32}'\); these test files' IDs look like tile:xla:a{32}\. Is the submission for other data, "
-     r"or for another seed of the embedded competition\?$"),
-    ("columns-swapped-values", csv_bytes([f"{c},{r}" for r, c in CELLS.items()]), ["unknown-id", "missing-id"],
+     r"'tile:xla:0{32}'\); these test files' IDs look like tile:xla:a{32}\. Is the submission for "
+     r"other data, or for another seed of the embedded competition\?$"),
+    ("columns-swapped-values", csv_bytes([f"{c},{r}" for r, c in CELLS.items()]),
+     ["unknown-id", "missing-id"],
      r"^none of the 5 values in the ID column is an ID '<collection>:<file stem>' \(the first is "
      r"'17;3;1200;0;5'\); are the columns swapped, or shifted by an extra field\?$"),
     ("a-single-unknown-id", csv_bytes(other_competition_lines(1)), ["unknown-id", "missing-id"],
@@ -327,7 +340,8 @@ NO_ID_MATCHES = [
 ]
 
 
-@pytest.mark.parametrize(("data", "rules", "message"), [pytest.param(*case[1:], id=case[0]) for case in NO_ID_MATCHES])
+@pytest.mark.parametrize(("data", "rules", "message"),
+                         [pytest.param(*case[1:], id=case[0]) for case in NO_ID_MATCHES])
 def test_a_file_whose_ids_all_miss_says_so_once(data, rules, message):
     result = validate_submission(data, EXPECTED)
     assert [p.rule for p in result.problems] == rules, [str(p) for p in result.problems]
@@ -338,7 +352,8 @@ def test_a_file_whose_ids_all_miss_says_so_once(data, rules, message):
 def test_unknown_ids_before_the_first_known_one_are_listed_in_file_order():
     lines = [*other_competition_lines(2), *good_lines()[:2], "junk,1", *good_lines()[2:]]
     result = validate_submission(csv_bytes(lines), EXPECTED)
-    assert [(p.line, p.rule) for p in result.problems] == [(2, "unknown-id"), (3, "unknown-id"), (6, "unknown-id")]
+    assert [(p.line, p.rule) for p in result.problems] == [(2, "unknown-id"), (3, "unknown-id"),
+                                                           (6, "unknown-id")]
 
 
 def test_unknown_ids_and_broken_lines_before_the_first_known_id_keep_file_order():
@@ -370,11 +385,13 @@ VALID_FILES = [
     ("one-trailing-empty-crlf-line", csv_bytes(good_lines(), newline="\r\n") + b"\r\n", {}),
     ("shuffled-rows", csv_bytes(SHUFFLED), {}),
     ("quoted-fields", csv_bytes([f'"{r}","{c}"' for r, c in CELLS.items()], header='"ID","TopConfigs"'), {}),
-    ("some-quoted", csv_bytes([f'"{r}",{c}' if i % 2 else f'{r},"{c}"' for i, (r, c) in enumerate(CELLS.items())]),
-     {}),
+    ("some-quoted",
+     csv_bytes([f'"{r}",{c}' if i % 2 else f'{r},"{c}"' for i, (r, c) in enumerate(CELLS.items())]), {}),
     ("swapped-columns", csv_bytes([f"{c},{r}" for r, c in CELLS.items()], header="TopConfigs,ID"), {}),
-    ("long-tile-row", with_cell(TILE, "17;3;1200;0;5;6;7;8;9;10;1233"), {TILE: [17, 3, 1200, 0, 5, 6, 7, 8, 9, 10, 1233]}),
-    ("full-ranking-tile-row", with_cell(TILE, ";".join(map(str, range(1233, -1, -1)))), {TILE: list(range(1233, -1, -1))}),
+    ("long-tile-row", with_cell(TILE, "17;3;1200;0;5;6;7;8;9;10;1233"),
+     {TILE: [17, 3, 1200, 0, 5, 6, 7, 8, 9, 10, 1233]}),
+    ("full-ranking-tile-row", with_cell(TILE, ";".join(map(str, range(1233, -1, -1)))),
+     {TILE: list(range(1233, -1, -1))}),
     ("short-rows-on-small-graphs", with_cell(TILE_SMALL, "1;2;0"), {TILE_SMALL: [1, 2, 0]}),
     ("spaces-around-indices", with_cell(TILE, " 17 ; 3;1200 ;  0;5  "), {}),
     ("leading-zeros", with_cell(TILE, "017;003;1200;0;005"), {}),
@@ -587,7 +604,8 @@ class TrickleReader(CountingReader):
         return super().read(1)
 
 
-@pytest.mark.parametrize("data", [b"\xef\xbb\xbf" + GOOD, csv_bytes(good_lines(), newline="\r\n", final=False)])
+@pytest.mark.parametrize("data",
+                         [b"\xef\xbb\xbf" + GOOD, csv_bytes(good_lines(), newline="\r\n", final=False)])
 def test_reads_that_return_little_data_change_nothing(data):
     result = validate_submission(TrickleReader(data), EXPECTED)
     assert result.ok and result.rows.keys() == PARSED.keys()
@@ -637,8 +655,8 @@ def test_format_problems():
     assert ok == "sub.csv: valid submission, 5 rows (3 tile:xla, 1 layout:xla:default, 1 layout:nlp:random)"
     bad = format_problems(validate_submission(with_cell(TILE, "1;1;2;3;4"), EXPECTED), source_name="sub.csv")
     assert bad.splitlines() == [
-        f"sub.csv: line {LINE[TILE]} (ID {TILE}): TopConfigs lists config 1 twice (items 1 and 2); each config "
-        f"may appear only once [duplicate-index]",
+        f"sub.csv: line {LINE[TILE]} (ID {TILE}): TopConfigs lists config 1 twice (items 1 and 2); "
+        f"each config may appear only once [duplicate-index]",
         "sub.csv: INVALID submission, 1 problem (1 duplicate-index)",
     ]
     assert format_problems(ValidationResult(), source_name="x").startswith("x: valid submission, 0 rows")
@@ -723,10 +741,12 @@ def test_expected_from_data_dir_names_what_is_missing(data_dir, tmp_path):
         expected_from_data_dir(tmp_path / "absent")
     for npz in (data_dir / "npz_all/npz/layout/nlp/default/test").glob("*.npz"):
         npz.unlink()
-    held = ("this folder holds test graphs of: tile:xla, layout:xla:default, layout:xla:random, layout:nlp:random; "
-            "name the collections a submission covers with --collection, e.g. --collection tile:xla")
-    with pytest.raises(FileNotFoundError, match=r"no test graphs of layout:nlp:default \(looked in .*layout/nlp/"
-                                                r"default/test\); " + re.escape(held)):
+    held = ("this folder holds test graphs of: tile:xla, layout:xla:default, layout:xla:random, "
+            "layout:nlp:random; name the collections a submission covers with --collection, e.g. "
+            "--collection tile:xla")
+    with pytest.raises(FileNotFoundError,
+                       match=r"no test graphs of layout:nlp:default \(looked in .*layout/nlp/"
+                             r"default/test\); " + re.escape(held)):
         expected_from_data_dir(data_dir)
     (data_dir / "npz_all/npz/layout/nlp/default/test").rmdir()
     with pytest.raises(FileNotFoundError, match=re.escape(held)):

@@ -117,7 +117,8 @@ def test_every_npz_has_the_released_keys_dtypes_and_shapes(loaded):
             ids = raw["node_config_ids"]
             assert ids.dtype == np.int64 and ids.ndim == 1 and len(ids) >= 1
             assert np.all(np.diff(ids) > 0) and ids[0] >= 0 and ids[-1] < n
-            assert set(raw["node_opcode"][ids].tolist()) <= {OPCODE_IDS[o] for o in ("convolution", "dot", "reshape")}
+            assert set(raw["node_opcode"][ids].tolist()) <= {OPCODE_IDS[o]
+                                                             for o in ("convolution", "dot", "reshape")}
             feat = raw["node_config_feat"]
             assert feat.dtype == np.float32 and feat.shape == (c, len(ids), 18)
             assert feat.min() >= -1 and feat.max() <= 5 and np.all(feat == np.round(feat))
@@ -148,7 +149,8 @@ def test_layout_configs_set_the_minor_most_slots_of_each_tensor(loaded):
             if t == 0:  # the output's values name dimensions of the node's shape
                 assert np.all(block.max(axis=2) < out_rank[None, :]), path.name
                 reshape = kinds == "reshape"  # a reshape sets its whole order or nothing
-                assert np.all(np.isin(count[:, reshape] - out_rank[None, reshape] * (count[:, reshape] > 0), 0))
+                assert np.all(np.isin(count[:, reshape] - out_rank[None, reshape] * (count[:, reshape] > 0),
+                                      0))
 
 
 def test_node_features_are_consistent_with_themselves(loaded):
@@ -213,7 +215,8 @@ def test_test_files_hide_the_labels_and_have_anonymous_stems(loaded):
 def test_train_stems_look_like_model_names(tiny_competition):
     stems = [p.stem for coll, split, p in npz_files(tiny_competition) if split != "test"]
     assert all(re.match(r"^[a-z][\w.\-]+$", s) for s in stems)
-    tile = [p.stem for coll, split, p in npz_files(tiny_competition) if coll == "tile:xla" and split != "test"]
+    tile = [p.stem for coll, split, p in npz_files(tiny_competition) if coll == "tile:xla"
+            and split != "test"]
     assert all(re.search(r"_-?[0-9a-f]{1,16}$", s) for s in tile), tile
 
 
@@ -225,7 +228,8 @@ def test_solution_matches_the_sample_submission_row_by_row(tiny_competition, loa
     with open(tiny_competition / "private" / "solution.csv") as fh:
         assert fh.readline().strip() == ",".join(SOLUTION_COLUMNS)
     assert [r["ID"] for r in sample] == [r["ID"] for r in solution]
-    configs = {f"{coll}:{path.stem}": graph.num_configs for coll, split, path, _, graph in loaded if split == "test"}
+    configs = {f"{coll}:{path.stem}": graph.num_configs for coll, split, path, _, graph in loaded
+               if split == "test"}
     assert sorted(configs) == sorted(r["ID"] for r in sample)
     usage = Counter()
     for s, row in zip(sample, solution, strict=True):
@@ -291,7 +295,8 @@ def test_write_npz_streams_members_with_the_bytes_of_writestr(tmp_path, monkeypa
     runtimes = rng.integers(1, 10**9, size=50)
     reference = tmp_path / "reference.npz"
     with zipfile.ZipFile(reference, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
-        for key, array in {"node_config_feat": configs.astype(np.float32), "config_runtime": runtimes}.items():
+        for key, array in {"node_config_feat": configs.astype(np.float32),
+                           "config_runtime": runtimes}.items():
             buffer = io.BytesIO()
             np.lib.format.write_array(buffer, array, allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=writer.ZIP_DATE_TIME)
@@ -299,10 +304,12 @@ def test_write_npz_streams_members_with_the_bytes_of_writestr(tmp_path, monkeypa
             archive.writestr(info, buffer.getvalue(), compresslevel=writer.COMPRESS_LEVEL)
     monkeypatch.setattr(writer, "_BLOCK_BYTES", 1000)  # several blocks per member
     streamed = tmp_path / "streamed.npz"
-    write_npz(streamed, {"node_config_feat": configs, "config_runtime": runtimes}, dtypes={"node_config_feat": np.float32})
+    write_npz(streamed, {"node_config_feat": configs, "config_runtime": runtimes},
+              dtypes={"node_config_feat": np.float32})
     assert streamed.read_bytes() == reference.read_bytes()
     with np.load(streamed) as npz:
-        assert npz["node_config_feat"].dtype == np.float32 and np.array_equal(npz["node_config_feat"], configs)
+        assert npz["node_config_feat"].dtype == np.float32 and np.array_equal(npz["node_config_feat"],
+                                                                              configs)
 
 
 def test_layout_runtime_in_chunks_is_the_same(monkeypatch):
@@ -337,7 +344,8 @@ def test_full_scale_has_the_real_counts_and_places_its_extremes():
     for source in ("xla", "nlp"):
         units = _layout_units(source, full, seed=0)
         per_search = Counter(search for u in units for search, _ in u.stems)
-        assert per_search == {search: sum(real[f"layout:{source}:{search}"]) for search in ("default", "random")}
+        assert per_search == {search: sum(real[f"layout:{source}:{search}"])
+                              for search in ("default", "random")}
         extremes = [u for u in units if u.extreme is not None]
         assert len(extremes) == sum(e.source == source for e in full.extremes)
         for unit in extremes:
@@ -426,7 +434,8 @@ def test_opcode_profile_looks_like_hlo(loaded):
 def test_describe_reports_every_collection(tiny_competition):
     stats = describe(tiny_competition / "public", tiny_competition / "private")
     assert set(stats) == {c.name for c in COLLECTIONS}
-    assert stats["layout:xla:random"]["runtime max/min"]["median"] > stats["layout:xla:default"]["runtime max/min"][
+    assert stats["layout:xla:random"]["runtime max/min"]["median"] > stats["layout:xla:default"]["runtime "
+                                                                                                 "max/min"][
         "median"]
     assert 0 <= stats["tile:xla"]["default is the fastest"] <= 1
     assert 0 < stats["layout:nlp:default"]["share of -1 in node_config_feat"] < 1
@@ -485,7 +494,8 @@ def test_the_signal_is_learnable_on_small_like_graphs():
 
 # -- the hidden cost model stays hidden -------------------------------------------------------------
 
-_COST_MODEL_IMPORT = re.compile(r"competition\.data\.synth\.cost_model|from\s+competition\.data\.synth\s+import\s+[^\n]*cost_model"
+_COST_MODEL_IMPORT = re.compile(r"competition\.data\.synth\.cost_model"
+                                r"|from\s+competition\.data\.synth\s+import\s+[^\n]*cost_model"
                                 r"|synth\s+import\s+\(?[^)]*cost_model")
 
 
@@ -524,9 +534,9 @@ def test_the_import_scan_lets_public_modules_through():
     (0, "is_root"), (13, "shape_element_type_is_f32"), (15, "shape_element_type_is_bf16"),
     (21, "shape_dimensions_0"), (28, "shape_dimensions_product"), (30, "parameter_number"),
     (37, "window_size_0"), (69, "window_window_dilation_0"), (92, "window_window_reversal_false_count"),
-    (93, "convolution_dim_numbers_input_batch_dim"), (107, "feature_group_count"), (109, "slice_dims_start_0"),
-    (121, "dynamic_slice_sizes_0"), (125, "padding_config_edge_padding_low_0"), (133, "is_stable"),
-    (134, "layout_minor_to_major_0"), (139, "layout_minor_to_major_5"),
+    (93, "convolution_dim_numbers_input_batch_dim"), (107, "feature_group_count"),
+    (109, "slice_dims_start_0"), (121, "dynamic_slice_sizes_0"), (125, "padding_config_edge_padding_low_0"),
+    (133, "is_stable"), (134, "layout_minor_to_major_0"), (139, "layout_minor_to_major_5"),
 ])
 def test_node_feature_columns_follow_the_upstream_readme(index, name):
     assert NODE_FEATURE_NAMES[index] == name

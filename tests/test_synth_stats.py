@@ -170,7 +170,8 @@ def test_stats_of_the_tiny_competition_meet_the_real_structure(tiny_competition)
 @needs_realdata(LAYOUT_PROTO, TILE_PROTO)
 def test_stats_of_the_featurized_real_protos(tmp_path):
     root = tmp_path / "real"
-    assert exit_code(["featurize", str(LAYOUT_PROTO), "--out", str(root / "npz/layout/xla/default/train")]) == 0
+    assert exit_code(["featurize", str(LAYOUT_PROTO), "--out",
+                      str(root / "npz/layout/xla/default/train")]) == 0
     assert exit_code(["featurize", str(TILE_PROTO), "--out", str(root / "npz/tile/xla/train")]) == 0
     stats = describe(root)
     assert set(stats) == {"layout:xla:default", "tile:xla"}
@@ -183,7 +184,8 @@ def test_stats_of_the_featurized_real_protos(tmp_path):
     assert layout["conv/dot tensors with a layout setting <= 2 slots"] == 1.0
     assert layout["share of -1 in node_config_feat"] == pytest.approx(0.69, abs=0.005)
     assert layout["nodes with exactly one consumer"]["median"] == pytest.approx(0.76, abs=0.01)
-    assert layout["whole tensor unset (output / input / kernel)"] == pytest.approx([0.08, 0.07, 0.14], abs=0.01)
+    assert (layout["whole tensor unset (output / input / kernel)"]
+            == pytest.approx([0.08, 0.07, 0.14], abs=0.01))
     assert layout["runtime max/min"]["median"] == pytest.approx(1.016, abs=1e-3)
     assert tile["graphs"] == 15
     assert tile["kernels with best normalised runtime > 1"] == 0
@@ -195,8 +197,8 @@ def test_stats_cli_prints_markdown_and_json(tiny_competition, capsys):
     assert exit_code(["stats", str(tiny_competition)]) == 0
     text = capsys.readouterr().out
     assert "`layout:nlp:random`" in text and "`tile:xla`" in text and "distinct node columns" in text
-    assert exit_code(["stats", str(tiny_competition / "public"), "--json", "--collection", "layout:xla:random",
-                      "--split", "train"]) == 0
+    assert exit_code(["stats", str(tiny_competition / "public"), "--json", "--collection",
+                      "layout:xla:random", "--split", "train"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert list(data) == ["layout:xla:random"]
     assert data["layout:xla:random"]["graphs"] == 3
@@ -219,7 +221,8 @@ def test_stats_cli_errors(tmp_path, tiny_competition, capsys):
     with zipfile.ZipFile(source) as zin, zipfile.ZipFile(bad / "broken.npz", "w") as zout:
         for info in zin.infolist():
             data = zin.read(info)
-            zout.writestr(info.filename, data[: len(data) // 2] if "node_config_feat" in info.filename else data)
+            zout.writestr(info.filename,
+                          data[: len(data) // 2] if "node_config_feat" in info.filename else data)
     assert exit_code(["stats", str(tmp_path / "bad")]) == 1
     err = capsys.readouterr().err
     assert "broken.npz" in err and "node_config_feat" in err and "Traceback" not in err

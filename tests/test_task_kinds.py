@@ -90,7 +90,8 @@ for stem, runtimes in labels.items():
     save_graph(toy_graph([0] * len(runtimes)), public / TOY.npz_subdir / "test" / f"{stem}.npz")
 solution = work / "solution.csv"
 solution.write_text("ID,Runtimes,Normalizers,Usage\n" + "".join(
-    f"{TOY.row_id(stem)},{';'.join(map(str, r))},{';'.join('1' * len(r))},Public\n" for stem, r in labels.items()))
+    f"{TOY.row_id(stem)},{';'.join(map(str, r))},{';'.join('1' * len(r))},Public\n"
+    for stem, r in labels.items()))
 
 path = public / TOY.npz_subdir / "test" / "g1.npz"
 out = work / "sub.csv"
@@ -122,5 +123,5 @@ def test_a_toy_third_task_kind_is_validated_scored_and_solved_by_the_kit_unchang
     assert result["validation"] == 2 - 30 / 10  # the valid graph's config 0 is 3x the fastest
     assert result["score"] == ((2 - 30 / 10) + (2 - 5 / 5)) / 2  # by hand from the labels
     # An empty row is refused with the kind's own rule (at least k = 1 index of the graph's 3).
-    assert result["refused"] == ["TopConfigs is empty; expected at least 1 distinct config indices out of 0..2, "
-                                 "fastest first, separated by ';'"]
+    assert result["refused"] == ["TopConfigs is empty; expected at least 1 distinct config indices "
+                                 "out of 0..2, fastest first, separated by ';'"]

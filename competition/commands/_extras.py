@@ -46,7 +46,8 @@ TORCH_CPU_FIRST = "pip install torch --index-url https://download.pytorch.org/wh
 
 def install_hint(extra: str) -> str:
     """The pip command that adds ``extra`` to an installed kit (installed from a clone with
-    ``pip install .`` or ``-e .``: pip reads the extra from the installed metadata, nothing is reinstalled)."""
+    ``pip install .`` or ``-e .``: pip reads the extra from the installed metadata, nothing is
+    reinstalled)."""
     hint = f"pip install '{PACKAGE}[{extra}]' (in a clone: pip install -e '.[{extra}]')"
     if extra in EXTRAS_WITH_TORCH:
         # Plain `pip install torch` on Linux is the CUDA build: gigabytes a CPU machine cannot use.

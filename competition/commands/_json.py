@@ -14,7 +14,8 @@ import json
 
 
 def problems_document(problems: list[dict], exit_code: int, *, truncated: bool = False) -> str:
-    return json.dumps({"ok": False, "exit_code": exit_code, "problems": problems, "problems_truncated": truncated})
+    return json.dumps({"ok": False, "exit_code": exit_code, "problems": problems,
+                       "problems_truncated": truncated})
 
 
 def message_problem(message: str) -> dict:

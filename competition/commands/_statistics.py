@@ -91,7 +91,8 @@ def load_scores(paths: list[str], solution, usage: str, max_problems: int = 50) 
     scored, problems = [], []
     for path in paths:
         try:
-            scored.append(load_graph_scores(path, solution, usage=usage, name=path, max_problems=max_problems))
+            scored.append(load_graph_scores(path, solution, usage=usage, name=path,
+                                            max_problems=max_problems))
         except SubmissionInvalid as exc:
             problems.append(str(exc))
     if problems:

@@ -1,4 +1,5 @@
-"""``tpugraphs cache --data DIR --out CACHE``: build the processed cache of the layout graphs ahead of time."""
+"""``tpugraphs cache --data DIR --out CACHE``: build the processed cache of the layout graphs ahead of
+time."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ HELP = "build the memory-mapped cache of layout graphs that 'tpugraphs solve --c
 EPILOG = """\
 Each layout npz is converted once into CACHE/<task>/<source>/<search>/<split>/<stem>/: the small
 arrays as .npy files and node_config_feat as an uncompressed (c, nc, 18) int8 array that is memory-
-mapped when read, so sampled configs are read without decompressing the file (see competition/data/processed_cache.py).
-The conversion streams the npz, so even the 872 MB config tensor of the largest nlp graph never sits
-in memory. 'tpugraphs solve --cache-dir CACHE' builds missing caches on its own; this command builds
-them up front (e.g. before a series of runs) and says how much disk they take.
+mapped when read, so sampled configs are read without decompressing the file (see
+competition/data/processed_cache.py). The conversion streams the npz, so even the 872 MB config
+tensor of the largest nlp graph never sits in memory. 'tpugraphs solve --cache-dir CACHE' builds
+missing caches on its own; this command builds them up front (e.g. before a series of runs) and says
+how much disk they take.
 
 A cache is reused while its npz is unchanged (same path, size and modification time) and rebuilt
 otherwise; --force rebuilds every one. A file that cannot be read is named and skipped (the other
@@ -98,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     for collection, split, paths in work:
         target = split_cache_dir(out, collection, split)
         built = reused = configs = size = 0
-        for path in progress(paths, desc=f"cache {collection.name} {split}", unit="graph", enabled=not args.quiet):
+        for path in progress(paths, desc=f"cache {collection.name} {split}", unit="graph",
+                             enabled=not args.quiet):
             cache_dir = target / path.stem
             fresh = not args.force and is_fresh(cache_dir, path)
             try:
@@ -118,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
             size += sum(f.stat().st_size for f in cache_dir.iterdir())
         rows.append((collection.name, split, len(paths), built, reused, configs, size))
 
-    print(f"{'collection':<20} {'split':<6} {'graphs':>6} {'built':>6} {'reused':>6} {'configs':>10} {'disk MB':>8}")
+    print(f"{'collection':<20} {'split':<6} {'graphs':>6} {'built':>6} {'reused':>6} {'configs':>10} "
+          f"{'disk MB':>8}")
     for name, split, graphs, built, reused, configs, size in rows:
         print(f"{name:<20} {split:<6} {graphs:>6} {built:>6} {reused:>6} {configs:>10,} {size / 2**20:>8.0f}")
     total = sum(row[-1] for row in rows)

@@ -45,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "download", help=HELP, description=HELP + ".", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="data directory to fill (created if needed)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="data directory to fill (created if needed)")
     parser.add_argument("--source", choices=("kaggle", "mirror"), default="kaggle",
                         help="where from (default: kaggle)")
     parser.add_argument("--collection", nargs="+", choices=COLLECTION_NAMES, metavar="C",
@@ -59,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also unpack the raw protos of the chosen collections and splits into "
                              "DIR/pb/<task>/<source>[/<search>]/<split>/ (--source kaggle only)")
     parser.add_argument("--keep-archives", action="store_true",
-                        help="keep the downloaded tar/zip files in DIR/.downloads (default: delete after unpacking)")
+                        help="keep the downloaded tar/zip files in DIR/.downloads (default: delete "
+                             "after unpacking)")
     parser.add_argument("--sha256", metavar="FILE",
                         help="sha256sum-format list of archive checksums to check mirror downloads against")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
@@ -110,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         _remove_if_empty(out / ".downloads", out if not existed else None)
         hint = ""
         if args.source == "kaggle":
-            hint = "; or use --source mirror (no account needed" + (", npz files only)" if args.with_pb else ")")
+            hint = ("; or use --source mirror (no account needed"
+                    + (", npz files only)" if args.with_pb else ")"))
         print(f"tpugraphs download: {exc}{hint}", file=sys.stderr)
         return 1
     for part in report.already_present + report.pb_already_present:

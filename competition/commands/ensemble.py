@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", nargs="+", metavar="SUB.csv", help="two or more submission files")
     parser.add_argument("--out", required=True, metavar="E.csv", help="the blended submission to write")
-    parser.add_argument("--weights", metavar="W1,W2,...", help="one positive weight per input (default: all 1)")
+    parser.add_argument("--weights", metavar="W1,W2,...",
+                        help="one positive weight per input (default: all 1)")
     parser.add_argument("--method", choices=("rank-mean", "borda"), default="rank-mean",
                         help="how rankings are combined (default: rank-mean)")
     source = parser.add_mutually_exclusive_group()

@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("files", nargs="+", metavar="FILE.npz", help="npz graph files (tile or layout)")
     parser.add_argument("--json", action="store_true",
-                        help='print one JSON document instead of text: {"files": [one object per file], "problems"}')
+                        help='print one JSON document instead of text: {"files": [one object per '
+                             'file], "problems"}')
     parser.set_defaults(handler=run)
 
 

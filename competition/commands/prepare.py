@@ -44,17 +44,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="labelled data in the Kaggle layout (download root, npz_all/ or npz/)")
     parser.add_argument("--out", required=True, metavar="OUT", help="folder for public/ and private/")
     parser.add_argument("--collection", action="append", dest="collections", choices=COLLECTION_NAMES,
-                        metavar="C", help="prepare only this collection (repeatable; default: every collection "
-                                          f"with labelled graphs); one of {', '.join(COLLECTION_NAMES)}")
+                        metavar="C",
+                        help="prepare only this collection (repeatable; default: every collection "
+                             f"with labelled graphs); one of {', '.join(COLLECTION_NAMES)}")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed, >= 0 (default: 0)")
     parser.add_argument("--test-share", type=float, default=0.1, metavar="F",
                         help="share of the labelled graphs held out as test graphs, per collection (tile) or "
                              "per source (layout xla, layout nlp), 0 < F < 1 (default: 0.1)")
     parser.add_argument("--layout-test-configs", type=int, default=1000, metavar="N",
-                        help="configs kept per layout test graph, sampled at random (default: 1000, as on Kaggle)")
+                        help="configs kept per layout test graph, sampled at random (default: 1000, "
+                             "as on Kaggle)")
     parser.add_argument("--group-by", choices=("family", "graph"), default="family",
                         help="what goes to test as a whole: a model family (default) or a single program")
-    parser.add_argument("--force", action="store_true", help="replace a non-empty OUT (once the new one is complete)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a non-empty OUT (once the new one is complete)")
     parser.set_defaults(handler=run)
 
 
@@ -79,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, FileExistsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     out = Path(args.out)
-    print(f"prepared a competition from {args.data} (seed {summary.seed}) in {out} in {summary.seconds:.1f} s: "
-          f"{summary.files} files, {summary.bytes / 1e6:.1f} MB")
+    print(f"prepared a competition from {args.data} (seed {summary.seed}) in {out} in "
+          f"{summary.seconds:.1f} s: {summary.files} files, {summary.bytes / 1e6:.1f} MB")
     print(summary.table())
     ignored = sum(summary.ignored_test.values())
     if ignored:

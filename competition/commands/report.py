@@ -45,11 +45,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="list the N worst graphs in the table (default: 10; JSON lists all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--grade", action="store_true",
-                        help="also place the score on the real competition's final leaderboard (tpugraphs grade)")
+                        help="also place the score on the real competition's final leaderboard "
+                             "(tpugraphs grade)")
     parser.add_argument("--board", choices=("private", "public"), default=None,
-                        help="the leaderboard --grade uses (default: public for --usage Public, else private)")
+                        help="the leaderboard --grade uses (default: public for --usage Public, else "
+                             "private)")
     parser.add_argument("--force", action="store_true",
-                        help="grade even a solution the kit takes for synthetic (not comparable; for research)")
+                        help="grade even a solution the kit takes for synthetic (not comparable; "
+                             "for research)")
     parser.set_defaults(handler=run)
 
 
@@ -70,10 +73,12 @@ def run(args: argparse.Namespace) -> int:
         from competition.data.grading import grade
 
         board = args.board or ("public" if args.usage == "Public" else "private")
-        graded = grade(result.overall.estimate, board=board, interval=(result.overall.low, result.overall.high))
+        graded = grade(result.overall.estimate, board=board,
+                       interval=(result.overall.low, result.overall.high))
         if args.json:
             print(json.dumps({**result.to_json_dict(),
-                              "grade": {**graded.to_json_dict(), "origin": origin.kind, "forced": args.force}}))
+                              "grade": {**graded.to_json_dict(), "origin": origin.kind,
+                                        "forced": args.force}}))
         else:
             note = f"\n  note       {origin.reason}"
             print(f"{result.format(worst=args.worst)}\n\n{graded.format()}{note}")

@@ -1,4 +1,5 @@
-"""``tpugraphs shakeup SUB.csv [SUB2.csv ...] --solution SOLUTION.csv``: how much can the private board move?"""
+"""``tpugraphs shakeup SUB.csv [SUB2.csv ...] --solution SOLUTION.csv``: how much can the private board
+move?"""
 
 from __future__ import annotations
 

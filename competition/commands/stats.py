@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "realism statistics of a data tree (synthetic or real), to hold the embedded competition against real data"
+HELP = ("realism statistics of a data tree (synthetic or real), to hold the embedded competition against "
+        "real data")
 EPILOG = """\
 DATA_DIR is any data directory in the Kaggle layout: the download root, its npz_all/ or npz/ folder,
 the output folder of 'tpugraphs synth' (its private/solution.csv then gives the test runtimes), or a
@@ -34,14 +35,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from competition.collections import COLLECTIONS
 
     parser = subparsers.add_parser(
-        "stats", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+        "stats", help=HELP, description=HELP + ".", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("data", metavar="DATA_DIR", help="a data directory in the Kaggle layout")
-    parser.add_argument("--collection", action="append", choices=[c.name for c in COLLECTIONS], metavar="NAME",
+    parser.add_argument("--collection", action="append", choices=[c.name for c in COLLECTIONS],
+                        metavar="NAME",
                         help="describe only this collection (repeatable; default: every collection present)")
     parser.add_argument("--split", action="append", choices=("train", "valid", "test"),
                         help="read only this split (repeatable; default: all three)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of markdown tables")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of markdown tables")
     parser.set_defaults(handler=run)
 
 
@@ -60,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
     if not has_competition_data(folder) and has_competition_data(folder / "public"):
         folder = folder / "public"  # the output folder of `tpugraphs synth`
     if not has_competition_data(folder):
-        raise UsageError(f"{folder}: holds no competition data (expected npz_all/npz/tile/... or npz/layout/...: "
-                         "the Kaggle download tree, the output of 'tpugraphs synth', or featurized protos)")
+        raise UsageError(f"{folder}: holds no competition data (expected npz_all/npz/tile/... or "
+                         "npz/layout/...: the Kaggle download tree, the output of 'tpugraphs synth', or "
+                         "featurized protos)")
     private = folder.parent / "private"
     try:
         stats = describe(folder, private if (private / "solution.csv").is_file() else None,

@@ -1,8 +1,8 @@
 """``tpugraphs submit SUB.csv``: send a submission to a leaderboard server of the kit, or to Kaggle.
 
 Both destinations validate with the kit's validator first where they can. The server upload uses
-``competition.data.leaderboard_client`` (standard library only); ``--kaggle`` uses ``competition.data.kaggle_api`` and
-needs no part of the leaderboard. Standard library only at import time.
+``competition.data.leaderboard_client`` (standard library only); ``--kaggle`` uses
+``competition.data.kaggle_api`` and needs no part of the leaderboard. Standard library only at import time.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ examples:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("submit", help=SUBMIT_HELP, description=SUBMIT_HELP + ".",
                                    epilog=SUBMIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("submission", metavar="SUB.csv", nargs="?", help="the submission file (ID,TopConfigs)")
+    parser.add_argument("submission", metavar="SUB.csv", nargs="?",
+                        help="the submission file (ID,TopConfigs)")
     parser.add_argument("--status", action="store_true",
                         help="upload nothing: show the team's latest submissions and today's remaining limit")
     parser.add_argument("--server", metavar="URL", help="leaderboard server, e.g. http://localhost:8000")
@@ -85,7 +86,8 @@ def _submit_to_server(args: argparse.Namespace) -> int:
     if args.data is not None:
         raise UsageError("--data goes with --kaggle")
     if not args.server:
-        raise UsageError("where to? give --server URL (a leaderboard's address) or --kaggle (the Kaggle competition)")
+        raise UsageError("where to? give --server URL (a leaderboard's address) or --kaggle (the Kaggle "
+                         "competition)")
     if not args.server.startswith(("http://", "https://")):
         raise UsageError(f"--server {args.server!r}: expected an http:// or https:// URL")
     token = args.token or os.environ.get(TOKEN_ENV)

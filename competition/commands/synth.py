@@ -36,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="size of the competition (default: small)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed, >= 0 (default: 0)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="processes making graphs at the same time (default: 1); the bytes do not depend on it")
+                        help="processes making graphs at the same time (default: 1); the bytes do not "
+                             "depend on it")
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty OUT, replacing OUT/public and OUT/private")
     parser.set_defaults(handler=run)

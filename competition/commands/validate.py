@@ -36,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-problems", type=int, default=50, metavar="N",
                         help="stop listing after N problems (default: 50)")
     add_collection_option(parser, "--data")
-    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text (keys above)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document instead of text (keys above)")
     parser.set_defaults(handler=run)
 
 

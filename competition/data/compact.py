@@ -1,8 +1,9 @@
 """Compact storage of layout configurations: int8 and base-7 packing.
 
 A layout ``node_config_feat`` (c, nc, 18) float32 holds three 6-slot layout vectors per configurable
-node (output, input, kernel), each slot a dimension index in 0..5 or -1 for "unset" (docs/competition.md, Data format).
-Stored as float32 that is 4 bytes for a value that needs 3 bits. Two compact forms:
+node (output, input, kernel), each slot a dimension index in 0..5 or -1 for "unset"
+(docs/competition.md, Data format). Stored as float32 that is 4 bytes for a value that needs 3 bits. Two
+compact forms:
 
 - **int8** (``to_int8`` / ``from_int8``): the same array, 4x smaller, lossless.
 - **base-7 packed** (``pack_layout_configs`` / ``unpack_layout_configs``): each 6-slot vector becomes
@@ -61,7 +62,8 @@ def _describe(shape: tuple[int, ...], flat_index: int, name: str, value: np.gene
     text = f"{name}[{', '.join(map(str, index))}] = {value.item()!r}"
     if len(shape) == 3 and shape[-1] == LAYOUT_ROW_DIM:
         vector, slot = divmod(index[2], LAYOUT_SLOTS)
-        text += f" (config {index[0]}, configurable node {index[1]}, {LAYOUT_VECTORS[vector]} layout slot {slot})"
+        text += (f" (config {index[0]}, configurable node {index[1]}, {LAYOUT_VECTORS[vector]} layout "
+                 f"slot {slot})")
     return text
 
 

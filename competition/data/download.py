@@ -47,7 +47,8 @@ DEFAULT_MIRROR_URL = "http://download.tensorflow.org/data/tpu_graphs/v0/"
 DOWNLOADS_DIR = ".downloads"
 SHA256_FILE = "SHA256SUMS"
 _CHUNK = 1 << 20
-#: Where an unpacked archive keeps its ``npz/`` tree: Kaggle's zip under ``npz_all/``, the mirror's tars at the top.
+#: Where an unpacked archive keeps its ``npz/`` tree: Kaggle's zip under ``npz_all/``, the mirror's tars at
+#: the top.
 _NPZ_ROOTS = ("npz_all/npz", "npz")
 MIRROR_HAS_NO_PROTOS = (
     "the upstream mirror publishes only the npz tar files (npz_tile_xla_{split}.tar and "
@@ -90,7 +91,8 @@ class Part:
 
     @property
     def member_dir(self) -> str:
-        """The folder this part occupies relative to its tree's root (``npz/`` or ``pb/``): ``<subpath>/<split>``."""
+        """The folder this part occupies relative to its tree's root (``npz/`` or ``pb/``):
+        ``<subpath>/<split>``."""
         return f"{self.collection.subpath}/{self.split}"
 
     @property
@@ -103,7 +105,8 @@ class Part:
         return root / self.member_dir
 
 
-def select_parts(collections: Sequence[Collection] | None = None, splits: Sequence[str] | None = None) -> list[Part]:
+def select_parts(collections: Sequence[Collection] | None = None,
+                 splits: Sequence[str] | None = None) -> list[Part]:
     """Every (collection, split) asked for, as npz parts in the kit's order; None means all."""
     chosen = collections or COLLECTIONS
     return [Part(c, s) for c in COLLECTIONS if c in chosen for s in SPLITS if s in (splits or SPLITS)]
@@ -134,7 +137,8 @@ def fetch(url: str, dest: Path, *, timeout: float = 60.0, progress: bool = True)
         raise DownloadError(f"{url}: the server answered HTTP {exc.code} {exc.reason}{hint}") from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
-        raise DownloadError(f"{url}: cannot fetch it ({reason}); check the network and the URL, then rerun") from None
+        raise DownloadError(f"{url}: cannot fetch it ({reason}); check the network and the URL, "
+                            "then rerun") from None
     with response:
         resumed = offset > 0 and getattr(response, "status", None) == 206
         if not resumed:
@@ -216,7 +220,8 @@ def check_zip(path: Path) -> list[str]:
             bad = archive.testzip()
             names = archive.namelist()
     except (zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise DownloadError(f"{path}: not a readable zip file ({exc}); delete it and run the command again") from None
+        raise DownloadError(f"{path}: not a readable zip file ({exc}); delete it and run the command "
+                            "again") from None
     if bad is not None:
         raise DownloadError(f"{path}: member {bad!r} is corrupt; delete the zip and run the command again")
     for name in names:
@@ -227,7 +232,8 @@ def check_zip(path: Path) -> list[str]:
 
 
 def _npz_root_in(staging: Path) -> Path:
-    """The ``npz/`` folder of an unpacked archive (mirror tars hold ``npz/``, Kaggle's zip ``npz_all/npz``)."""
+    """The ``npz/`` folder of an unpacked archive (mirror tars hold ``npz/``, Kaggle's zip
+    ``npz_all/npz``)."""
     for root in _NPZ_ROOTS:
         if (staging / root).is_dir():
             return staging / root
@@ -235,7 +241,8 @@ def _npz_root_in(staging: Path) -> Path:
 
 
 def _move_parts(out: Path, sources: Mapping[Part, Path], archive: Path) -> list[Part]:
-    """Rename each part's folder of an unpacked archive (``sources[part]``) into the tree; returns the parts moved.
+    """Rename each part's folder of an unpacked archive (``sources[part]``) into the tree; returns the parts
+    moved.
 
     Every folder is checked first, so an archive lacking one of them puts none in place.
     """
@@ -274,13 +281,14 @@ def _folders_in(names: Iterable[str]) -> set[str]:
 
 
 def _zip_folder(archive: Path, folders: set[str], part: Part) -> str:
-    """The folder of Kaggle's zip that holds ``part`` (e.g. ``npz_all/npz/tile/xla/train``); DownloadError if none or several."""
+    """The folder of Kaggle's zip that holds ``part`` (e.g. ``npz_all/npz/tile/xla/train``); DownloadError if
+    none or several."""
     if part.tree == "npz":
         roots = list(_NPZ_ROOTS)
     else:
-        # docs/competition.md (Data format, Files): the zip holds the raw protos in a tree of the npz tree's shape; the prefix in front of
-        # <subpath>/<split> is not documented (the npz side has npz_all/npz/), so any top-level folder
-        # named pb* is accepted, with or without one more pb/ inside it.
+        # docs/competition.md (Data format, Files): the zip holds the raw protos in a tree of the npz tree's
+        # shape; the prefix in front of <subpath>/<split> is not documented (the npz side has npz_all/npz/),
+        # so any top-level folder named pb* is accepted, with or without one more pb/ inside it.
         tops = sorted(f for f in folders if "/" not in f and f.startswith("pb")) or ["pb"]
         roots = [root for top in tops for root in (top, f"{top}/pb")]
     looked_for = [f"{root}/{part.member_dir}" for root in roots]
@@ -290,8 +298,8 @@ def _zip_folder(archive: Path, folders: set[str], part: Part) -> str:
         raise DownloadError(f"{archive}: holds no {part.folder}/ folder (looked for "
                             f"{', '.join(f + '/' for f in looked_for)}); is it the right archive?{hint}")
     if len(found) > 1:
-        raise DownloadError(f"{archive}: holds {part.folder}/ more than once ({', '.join(f + '/' for f in found)}); "
-                            "cannot tell which to unpack")
+        raise DownloadError(f"{archive}: holds {part.folder}/ more than once "
+                            f"({', '.join(f + '/' for f in found)}); cannot tell which to unpack")
     return found[0]
 
 
@@ -391,7 +399,8 @@ def _unpack_archive(
     archive: Path, keep_archives: bool, report: DownloadReport,
     unpack: Callable[[Path, Path, Sequence[Part]], list[Part]], out: Path, parts: Sequence[Part],
 ) -> list[Part]:
-    """Run ``unpack(archive, out, parts)``; then keep the archive (``--keep-archives``) or delete it, also when it fails.
+    """Run ``unpack(archive, out, parts)``; then keep the archive (``--keep-archives``) or delete it, also
+    when it fails.
 
     A complete archive that fails to unpack is deleted so that a rerun fetches it again, unless the
     user asked to keep archives for inspection.

@@ -185,8 +185,8 @@ class Grade:
             low, high = self.interval
             best, worst = self.medal_range
             medals = best or "none" if best == worst else f"{best or 'none'} to {worst or 'none'}"
-            lines.append(f"  interval   [{low:.5f}, {high:.5f}]: ranks {self.rank_range[0]}-{self.rank_range[1]}, "
-                         f"medal {medals}")
+            lines.append(f"  interval   [{low:.5f}, {high:.5f}]: ranks "
+                         f"{self.rank_range[0]}-{self.rank_range[1]}, medal {medals}")
         lines.append(f"  board from {self.source}")
         return "\n".join(lines)
 

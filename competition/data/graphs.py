@@ -1,9 +1,10 @@
 """The released npz format: typed graph objects, a checked loader and a writer.
 
-Arrays keep the dtypes the competition actually released (docs/competition.md, Data format: Differences from the upstream README), which differ from the upstream
-README in places: ``node_opcode`` is uint8, ``edge_index`` int64 with rows ``[consumer, producer]``,
-``node_splits`` has shape ``(1, k)``. ``load_graph`` checks every key, dtype and shape and names the
-file and the rule on any problem, so a corrupt or truncated download fails with an actionable message.
+Arrays keep the dtypes the competition actually released (docs/competition.md, Data format: Differences from
+the upstream README), which differ from the upstream README in places: ``node_opcode`` is uint8,
+``edge_index`` int64 with rows ``[consumer, producer]``, ``node_splits`` has shape ``(1, k)``. ``load_graph``
+checks every key, dtype and shape and names the file and the rule on any problem, so a corrupt or truncated
+download fails with an actionable message.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from competition.tasks import (
     get_task,
 )
 
-__all__ = ["MAX_OPCODE", "Graph", "LayoutGraph", "TileGraph", "check_array", "expected_from_data_dir", "graph_class", "graph_kind",
-           "iter_split", "list_split", "load_graph", "read_config_count", "save_graph"]
+__all__ = ["MAX_OPCODE", "Graph", "LayoutGraph", "TileGraph", "check_array", "expected_from_data_dir",
+           "graph_class", "graph_kind", "iter_split", "list_split", "load_graph", "read_config_count",
+           "save_graph"]
 
 MAX_OPCODE = 120
 
@@ -123,7 +125,8 @@ class TileGraph(_GraphBase):
         return self.config_runtime_normalizers
 
     def normalized_runtime(self) -> np.ndarray:
-        """Runtimes divided by their normalizers: the quantity the tile metric ranks (docs/competition.md, The metric)."""
+        """Runtimes divided by their normalizers: the quantity the tile metric ranks (docs/competition.md, The
+        metric)."""
         return self.config_runtime / self.config_runtime_normalizers
 
 
@@ -177,7 +180,8 @@ def _read_member(npz: np.lib.npyio.NpzFile, path: Path, key: str) -> np.ndarray:
         raise DataFormatError(path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
 
 
-def check_array(path: Path, key: str, arr: np.ndarray, spec: tuple[np.dtype, tuple], sizes: dict) -> np.ndarray:
+def check_array(path: Path, key: str, arr: np.ndarray, spec: tuple[np.dtype, tuple],
+                sizes: dict) -> np.ndarray:
     """Check one array against its ``(dtype, shape pattern)``; ``sizes`` carries letters across keys."""
     check_header(path, key, arr.shape, arr.dtype, spec, sizes)
     dtype = spec[0]
@@ -219,11 +223,13 @@ def graph_class(task: Task | str) -> type[Graph]:
     try:
         return _GRAPH_CLASSES[name]
     except KeyError:
-        raise ValueError(f"no graph class for task {name!r}; expected one of {', '.join(_GRAPH_CLASSES)}") from None
+        raise ValueError(f"no graph class for task {name!r}; expected one of "
+                         f"{', '.join(_GRAPH_CLASSES)}") from None
 
 
 def kind_from_keys(path: Path, keys: Iterable[str], *, absent_note: str = "") -> str:
-    """The task name whose config key is among an npz file's ``keys``; DataFormatError naming them otherwise."""
+    """The task name whose config key is among an npz file's ``keys``; DataFormatError naming them
+    otherwise."""
     keys = set(keys)
     found = [task.name for task in TASKS.values() if task.config_key in keys]
     if len(found) != 1:
@@ -315,7 +321,8 @@ def iter_split(data_dir: str | Path, collection: Collection, split: Split) -> It
         yield collection.row_id(path.stem), load_graph(path, collection.task.name)
 
 
-def expected_from_data_dir(data_dir: str | Path, collections: Iterable[Collection] = COLLECTIONS) -> dict[str, int]:
+def expected_from_data_dir(data_dir: str | Path,
+                           collections: Iterable[Collection] = COLLECTIONS) -> dict[str, int]:
     """Every test graph's ID -> its number of configs, from a data directory: what the validator checks.
 
     ``data_dir`` is any folder ``competition.data.locate.resolve_data_dir`` accepts; ``collections``
@@ -330,8 +337,10 @@ def expected_from_data_dir(data_dir: str | Path, collections: Iterable[Collectio
     absent = [c for c in chosen if c not in present]
     if absent:
         held = ", ".join(c.name for c in present) or "none"
-        hint = (f"; name the collections a submission covers with --collection, e.g. --collection {present[0].name}"
-                if present else "; expected the Kaggle download tree (<data>/npz_all/npz/<collection>/test/*.npz)")
+        hint = ("; name the collections a submission covers with --collection, e.g. --collection "
+                f"{present[0].name}"
+                if present
+                else "; expected the Kaggle download tree (<data>/npz_all/npz/<collection>/test/*.npz)")
         raise FileNotFoundError(
             f"{root}: no test graphs of {', '.join(c.name for c in absent)} (looked in "
             f"{split_dir(root, absent[0], 'test')}); this folder holds test graphs of: {held}{hint}")

@@ -2,7 +2,8 @@
 
 The featurizer (``competition.data.protos``), the synthetic generator (``competition.data.synth``) and the
 reference solutions all read these tables; nothing else defines them. Sources: upstream
-``hlo_opcode.h`` for the ids (docs/featurizer.md, The rules) and the upstream README for the column order (docs/featurizer.md, The column map).
+``hlo_opcode.h`` for the ids (docs/featurizer.md, The rules) and the upstream README for the column order
+(docs/featurizer.md, The column map).
 
 >>> OPCODE_IDS["convolution"], OPCODE_NAMES[34], NODE_FEATURE_INDEX["shape_dimensions_sum"]
 (26, 'dot', 27)
@@ -75,7 +76,8 @@ def _seq(prefix: str, k: int, tail: Sequence[str] = ("sum", "product")) -> list[
 
 def _node_feature_names() -> tuple[str, ...]:
     names = ["is_root", "element_size_in_bits"]
-    names += [f"shape_element_type_is_{t}" + ("_type" if t in ("invalid", "opaque") else "") for t in ELEMENT_TYPES]
+    names += [f"shape_element_type_is_{t}" + ("_type" if t in ("invalid", "opaque") else "")
+              for t in ELEMENT_TYPES]
     names += _seq("shape_dimensions", 6)
     names += ["shape_tuple_shapes_size", "parameter_number"]
     names += _seq("dimensions", 6, tail=())

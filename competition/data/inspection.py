@@ -68,7 +68,8 @@ class GraphSummary:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["arrays"] = {k: {"shape": list(v.shape), "dtype": v.dtype, "nbytes": v.nbytes} for k, v in self.arrays.items()}
+        out["arrays"] = {k: {"shape": list(v.shape), "dtype": v.dtype, "nbytes": v.nbytes}
+                         for k, v in self.arrays.items()}
         return out
 
 
@@ -118,7 +119,8 @@ def _count_distinct_rows(
         try:
             raw = read_exactly(fp, count * row_bytes, path, key)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-            raise DataFormatError(path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
+            raise DataFormatError(path,
+                                  f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
         chunk = np.frombuffer(raw, dtype=dtype).reshape(count, row_items)
         for row in _compact_rows(chunk):
             seen.add(hashlib.blake2b(row, digest_size=16).digest())
@@ -139,7 +141,8 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
     except (zipfile.BadZipFile, OSError) as exc:
         raise DataFormatError(path, f"not an npz (zip) archive: {exc}") from None
     with archive:
-        members = {info.filename[: -len(".npy")]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+        members = {info.filename[: -len(".npy")]: info for info in archive.infolist()
+                   if info.filename.endswith(".npy")}
         kind = kind_from_keys(path, members, absent_note=": not a TpuGraphs graph")
         task = get_task(kind)
         spec = task.npz_spec
@@ -152,7 +155,8 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
         for key in members:
             with archive.open(members[key]) as fp:
                 shape, _, dtype = read_npy_header(fp, path, key)
-            arrays[key] = ArrayInfo(tuple(int(s) for s in shape), dtype.str, math.prod(shape) * dtype.itemsize)
+            arrays[key] = ArrayInfo(tuple(int(s) for s in shape), dtype.str,
+                                    math.prod(shape) * dtype.itemsize)
             dtypes[key] = dtype
         sizes: dict[str, int] = {}
         for key in check_order(spec):  # in the loader's order, so both report the same first problem
@@ -166,7 +170,9 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
             shape, fortran_order, dtype = read_npy_header(fp, path, config_key)
             if len(shape) < 1 or shape[0] != len(runtime):
                 raise DataFormatError(
-                    path, f"array {config_key!r} has shape {shape} but 'config_runtime' lists {len(runtime)} configs"
+                    path,
+                    f"array {config_key!r} has shape {shape} but 'config_runtime' lists "
+                    f"{len(runtime)} configs"
                 )
             if fortran_order and len(shape) > 1:
                 # Column-major data cannot be cut into whole configs; such files are not released ones.
@@ -217,10 +223,12 @@ def format_summary(summary: GraphSummary) -> str:
     elif summary.runtime_min is None:
         runtime = "no configs"
     else:
-        ratio = f"{summary.runtime_ratio:.3f}" if summary.runtime_ratio is not None else "undefined (min is 0)"
+        ratio = (f"{summary.runtime_ratio:.3f}" if summary.runtime_ratio is not None
+                 else "undefined (min is 0)")
         runtime = f"{summary.runtime_min:,} .. {summary.runtime_max:,} ns (max/min {ratio})"
     configurable = (
-        f"{summary.configurable_nodes:,}" if summary.configurable_nodes is not None else "n/a (tile: one config per graph)"
+        f"{summary.configurable_nodes:,}" if summary.configurable_nodes is not None
+        else "n/a (tile: one config per graph)"
     )
     biggest = sorted(summary.arrays.items(), key=lambda kv: -kv[1].nbytes)[:3]
     parts = ", ".join(f"{key} {format_bytes(info.nbytes)}" for key, info in biggest)

@@ -22,7 +22,8 @@ COMPETITION = "predict-ai-model-runtime"
 # The one statement of which kaggle package works: pyproject's `kaggle` extra lists the same (a test checks).
 # 2.2.5 needs a newer certifi than some registries carry; 2.x imports six without declaring it.
 KAGGLE_REQUIREMENTS = ("kaggle>=1.6,!=2.2.5", "six")
-INSTALL_HINT = "pip install " + " ".join(f"'{r}'" if any(c in r for c in "<>=!,") else r for r in KAGGLE_REQUIREMENTS)
+INSTALL_HINT = "pip install " + " ".join(f"'{r}'" if any(c in r for c in "<>=!,") else r
+                                         for r in KAGGLE_REQUIREMENTS)
 CREDENTIALS_HINT = (
     "create an API token on https://www.kaggle.com/settings (API section) and either set "
     "KAGGLE_API_TOKEN, save it as ~/.kaggle/access_token, or put the legacy kaggle.json in ~/.kaggle "
@@ -95,7 +96,8 @@ def call_kaggle(action: str, function: Callable[..., T], *args: Any, **kwargs: A
 
 
 def download_competition_zip(dest: Path, competition: str = COMPETITION) -> Path:
-    """Download the competition's files as ``dest/<competition>.zip`` (the package skips an up-to-date one)."""
+    """Download the competition's files as ``dest/<competition>.zip`` (the package skips an up-to-date
+    one)."""
     api = authenticated_api()
     dest.mkdir(parents=True, exist_ok=True)
     call_kaggle(f"downloading {competition} from Kaggle", api.competition_download_files, competition,
@@ -117,7 +119,8 @@ def submit(path: Path, message: str, competition: str = COMPETITION) -> str:
 def _is_network_error(exc: BaseException) -> bool:
     """A requests/urllib3 connection failure, recognised by class name so that neither is imported."""
     names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"ConnectionError", "NewConnectionError", "MaxRetryError", "Timeout", "ConnectTimeout",
+    return bool(names & {"ConnectionError", "NewConnectionError", "MaxRetryError", "Timeout",
+                         "ConnectTimeout",
                          "ReadTimeout", "ProxyError", "SSLError", "NameResolutionError"})
 
 

@@ -30,7 +30,8 @@ class ServerRefused(Exception):
         self.payload = payload or {}
 
 
-def _multipart(field: str, file_name: str, content: bytes, fields: dict[str, str] | None = None) -> tuple[bytes, str]:
+def _multipart(field: str, file_name: str, content: bytes,
+               fields: dict[str, str] | None = None) -> tuple[bytes, str]:
     """A multipart/form-data body: text ``fields`` first, then the file."""
     boundary = "tpugraphs-" + secrets.token_hex(16)
     safe_name = file_name.replace('"', "_").replace("\r", "_").replace("\n", "_")
@@ -50,16 +51,18 @@ def _multipart(field: str, file_name: str, content: bytes, fields: dict[str, str
 
 def dropped_hint(server: str) -> str:
     """What to do when the answer to an upload never came: it may have been scored and counted."""
-    return (f"The upload may have reached the server and been scored, and then it counts toward today's limit. "
-            f"Check with 'tpugraphs submit --status --server {server}' (or the My submissions page) before "
-            "uploading it again.")
+    return ("The upload may have reached the server and been scored, and then it counts toward "
+            f"today's limit. Check with 'tpugraphs submit --status --server {server}' (or the My submissions "
+            "page) before uploading it again.")
 
 
 def _request(request: urllib.request.Request, server: str, timeout: float, *, upload: bool = False) -> dict:
-    """Send ``request``; with ``upload``, a connection lost after the file was sent says it may have counted."""
+    """Send ``request``; with ``upload``, a connection lost after the file was sent says it may have
+    counted."""
     after_send = f"\n{dropped_hint(server)}" if upload else ""
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - URL checked by caller
+        # S310: the URL is checked by the caller
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as err:
         raw = err.read().decode("utf-8", "replace")
@@ -69,7 +72,8 @@ def _request(request: urllib.request.Request, server: str, timeout: float, *, up
             payload = None
         if isinstance(payload, dict) and isinstance(payload.get("detail"), str):
             raise ServerRefused(err.code, payload["detail"], payload) from None
-        raise ServerRefused(err.code, f"HTTP {err.code} {err.reason} (is {server} a tpugraphs leaderboard?)") from None
+        raise ServerRefused(err.code,
+                            f"HTTP {err.code} {err.reason} (is {server} a tpugraphs leaderboard?)") from None
     except urllib.error.URLError as err:
         raise ServerUnreachable(f"cannot reach the leaderboard server at {server}: {err.reason}") from None
     # urllib wraps what fails while connecting and sending as URLError (above): the file did not
@@ -81,7 +85,8 @@ def _request(request: urllib.request.Request, server: str, timeout: float, *, up
         raise ServerUnreachable(f"connection to the leaderboard server at {server} failed: "
                                 f"{err or err.__class__.__name__}" + after_send) from None
     except ValueError:
-        raise ServerUnreachable(f"{server} answered something that is not JSON; is it a tpugraphs leaderboard?") from None
+        raise ServerUnreachable(f"{server} answered something that is not JSON; is it a tpugraphs "
+                                "leaderboard?") from None
 
 
 def competition_info(server: str, *, timeout: float = 30.0) -> dict:
@@ -93,7 +98,8 @@ def competition_info(server: str, *, timeout: float = 30.0) -> dict:
 
 def upload_submission(server: str, token: str, path: str | Path, *, timeout: float = 300.0,
                       description: str | None = None) -> dict:
-    """Upload ``path`` (with an optional ``description``); returns the server's JSON answer for a scored submission.
+    """Upload ``path`` (with an optional ``description``); returns the server's JSON answer for a scored
+    submission.
 
     Checks the server's upload cap and deadline first so a refusal comes before a long upload.
     """
@@ -107,8 +113,9 @@ def upload_submission(server: str, token: str, path: str | Path, *, timeout: flo
     description = " ".join(description.split()) if description else None
     limit = info.get("max_description_chars")
     if description and isinstance(limit, int) and len(description) > limit:
-        raise ServerRefused(422, f"the description (-m) has {len(description)} characters; the server takes at "
-                                 f"most {limit}. Nothing was uploaded.")
+        raise ServerRefused(422,
+                            f"the description (-m) has {len(description)} characters; the server takes at "
+                            f"most {limit}. Nothing was uploaded.")
     fields = {"description": description} if description else None
     body, content_type = _multipart("file", path.name, path.read_bytes(), fields)
     request = urllib.request.Request(
@@ -122,7 +129,8 @@ def upload_submission(server: str, token: str, path: str | Path, *, timeout: flo
 def my_submissions(server: str, token: str, *, timeout: float = 30.0) -> dict:
     """``GET /api/submissions/mine``: the team's quota and submissions, newest first."""
     request = urllib.request.Request(server.rstrip("/") + "/api/submissions/mine",
-                                     headers={"Authorization": f"Bearer {token}", "Accept": "application/json",
+                                     headers={"Authorization": f"Bearer {token}",
+                                              "Accept": "application/json",
                                               "User-Agent": USER_AGENT})
     return _request(request, server, timeout)
 
@@ -134,8 +142,8 @@ def _one_line(text: object) -> str:
 
 def format_status(mine: dict, *, limit: int = 10) -> str:
     """The team's quota and latest submissions, for a terminal."""
-    lines = [f"Team {mine.get('team')}: {mine.get('remaining_today')} of {mine.get('daily_limit')} submissions "
-             f"left today (UTC; resets {mine.get('resets_at')})."]
+    lines = [f"Team {mine.get('team')}: {mine.get('remaining_today')} of {mine.get('daily_limit')} "
+             f"submissions left today (UTC; resets {mine.get('resets_at')})."]
     subs = mine.get("submissions") or []
     if not subs:
         lines.append("No submissions yet.")
@@ -158,6 +166,6 @@ def format_answer(answer: dict) -> str:
         for name, value in (answer.get("public_collections") or {}).items():
             lines.append(f"  {name:<20} {value:.6f}")
     if "remaining_today" in answer:
-        lines.append(f"{answer['remaining_today']} of {answer.get('daily_limit')} submissions left today (UTC); "
-                     f"the count resets at {answer.get('resets_at')}.")
+        lines.append(f"{answer['remaining_today']} of {answer.get('daily_limit')} submissions left "
+                     f"today (UTC); the count resets at {answer.get('resets_at')}.")
     return "\n".join(lines)

@@ -166,7 +166,8 @@ def resolve_data_dir(folder: str | os.PathLike, what: str | None = None) -> Path
         problem = "a file, not a directory" if folder.exists() else "no such directory"
         raise FileNotFoundError(
             f"{named}: {problem}. Point it at the competition download "
-            f"(the folder holding sample_submission.csv and npz_all/), or the output folder of `tpugraphs synth`."
+            "(the folder holding sample_submission.csv and npz_all/), or the output folder of "
+            "`tpugraphs synth`."
         )
     if not has_competition_data(folder) and has_competition_data(folder / "public"):
         return folder / "public"  # the output folder of `tpugraphs synth`

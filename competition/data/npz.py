@@ -25,7 +25,9 @@ def read_exactly(fp: IO[bytes], size: int, path: Path, key: str) -> bytes:
     while remaining:
         part = fp.read(remaining)
         if not part:
-            raise DataFormatError(path, f"array {key!r} is truncated ({size - remaining} of {size} bytes of a chunk)")
+            raise DataFormatError(path,
+                                  f"array {key!r} is truncated ({size - remaining} of {size} "
+                                  "bytes of a chunk)")
         parts.append(part)
         remaining -= len(part)
     return b"".join(parts) if len(parts) != 1 else parts[0]

@@ -105,7 +105,8 @@ class CachedGraph:
     def _check_indices(self, indices: Sequence[int] | np.ndarray) -> np.ndarray:
         idx = np.asarray(indices)
         if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
-            raise IndexError(f"{self.cache_dir}: config indices must be a 1-D sequence of integers, got {idx!r}")
+            raise IndexError(f"{self.cache_dir}: config indices must be a 1-D sequence of "
+                             f"integers, got {idx!r}")
         idx = idx.astype(np.int64, copy=False)
         bad = (idx < 0) | (idx >= self.num_configs)
         if bad.any():
@@ -170,8 +171,8 @@ class CachedLayoutGraph(LayoutGraph):
         return self.cache.node_config_feat
 
     def __repr__(self) -> str:
-        return (f"CachedLayoutGraph({self.cache.cache_dir}, nodes={self.num_nodes}, configs={self.num_configs}, "
-                f"configurable={self.num_configurable_nodes})")
+        return (f"CachedLayoutGraph({self.cache.cache_dir}, nodes={self.num_nodes}, "
+                f"configs={self.num_configs}, configurable={self.num_configurable_nodes})")
 
 
 def _source_stamp(npz_path: Path) -> dict[str, object]:
@@ -205,11 +206,13 @@ def open_cache(cache_dir: str | Path) -> CachedGraph:
     cache_dir = Path(cache_dir)
     manifest = _read_manifest(cache_dir)
     if manifest is None:
-        raise DataFormatError(cache_dir, f"no readable {MANIFEST_NAME}: not a graph cache (build it with build_cache)")
+        raise DataFormatError(cache_dir,
+                              f"no readable {MANIFEST_NAME}: not a graph cache (build it with build_cache)")
     if manifest.get("format_version") != CACHE_FORMAT_VERSION:
         raise DataFormatError(
             cache_dir,
-            f"cache format version {manifest.get('format_version')!r}, this kit reads {CACHE_FORMAT_VERSION}: rebuild it",
+            f"cache format version {manifest.get('format_version')!r}, this kit reads "
+            f"{CACHE_FORMAT_VERSION}: rebuild it",
         )
     runtime = np.load(cache_dir / "config_runtime.npy", allow_pickle=False)
     graph = CachedGraph(
@@ -267,9 +270,11 @@ def _convert(npz_path: Path, out_dir: Path, chunk_bytes: int) -> dict[str, int]:
     try:
         archive = zipfile.ZipFile(npz_path)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise DataFormatError(npz_path, f"not a readable npz (zip) archive (truncated or corrupt?): {exc}") from None
+        raise DataFormatError(npz_path,
+                              f"not a readable npz (zip) archive (truncated or corrupt?): {exc}") from None
     with archive:
-        members = {info.filename[: -len(".npy")]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+        members = {info.filename[: -len(".npy")]: info for info in archive.infolist()
+                   if info.filename.endswith(".npy")}
         if "node_config_feat" not in members:
             kind = "a tile graph ('config_feat')" if "config_feat" in members else "no 'node_config_feat'"
             raise DataFormatError(npz_path, f"not a layout graph: {kind}; only layout graphs are cached")
@@ -295,24 +300,28 @@ def _check_references(npz_path: Path, out_dir: Path, sizes: dict[str, int]) -> N
             raise DataFormatError(npz_path, f"{key!r} refers to nodes outside 0..{num_nodes - 1}")
 
 
-def _stream_configs(fp: IO[bytes], npz_path: Path, out_path: Path, sizes: dict[str, int], chunk_bytes: int) -> None:
+def _stream_configs(fp: IO[bytes], npz_path: Path, out_path: Path, sizes: dict[str, int],
+                    chunk_bytes: int) -> None:
     """Copy the ``node_config_feat`` member to an int8 .npy, whole configs at a time, validating values."""
     key = "node_config_feat"
     shape, fortran_order, dtype = read_npy_header(fp, npz_path, key)
     want = (sizes["c"], sizes["nc"], LAYOUT_CONFIG_DIM)
     if tuple(shape) != want:
         raise DataFormatError(
-            npz_path, f"array {key!r} has shape {tuple(shape)}, expected (c, nc, 18) = {want} from the other arrays"
+            npz_path,
+            f"array {key!r} has shape {tuple(shape)}, expected (c, nc, 18) = {want} from the other arrays"
         )
     if dtype.kind not in "fiu":
         raise DataFormatError(npz_path, f"array {key!r} has dtype {dtype}, expected float32")
     if fortran_order and math.prod(shape[1:]) > 1:
         # Column-major data cannot be cut into whole configs; released files are C-ordered.
-        raise DataFormatError(npz_path, f"array {key!r} is stored in Fortran order, which the cache does not read")
+        raise DataFormatError(npz_path,
+                              f"array {key!r} is stored in Fortran order, which the cache does not read")
     row_items = math.prod(shape[1:])
     step = max(1, chunk_bytes // max(1, row_items * dtype.itemsize))
     with open(out_path, "wb") as out:
-        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.int8)), "fortran_order": False, "shape": want}
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.int8)), "fortran_order": False,
+                  "shape": want}
         np.lib.format.write_array_header_2_0(out, header)
         for start in range(0, want[0], step):
             count = min(step, want[0] - start)
@@ -321,7 +330,8 @@ def _stream_configs(fp: IO[bytes], npz_path: Path, out_path: Path, sizes: dict[s
             except DataFormatError:
                 raise
             except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
-                raise DataFormatError(npz_path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
+                raise DataFormatError(
+                    npz_path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
             chunk = np.frombuffer(raw, dtype=dtype)
             try:
                 check_layout_chunk(chunk, start * row_items, want, key)
@@ -331,7 +341,8 @@ def _stream_configs(fp: IO[bytes], npz_path: Path, out_path: Path, sizes: dict[s
 
 
 def split_cache_dir(cache_root: str | Path, collection: Collection, split: Split) -> Path:
-    """Where the caches of one split go: ``cache_root/<collection subpath>/<split>/`` (one folder per stem)."""
+    """Where the caches of one split go: ``cache_root/<collection subpath>/<split>/``
+    (one folder per stem)."""
     return Path(cache_root) / collection.subpath / split
 
 
@@ -339,7 +350,8 @@ def layout_collection(collection: Collection | str) -> Collection:
     """The layout collection named ``collection``; ValueError for an unknown name or a tile collection."""
     if isinstance(collection, str):
         if collection not in COLLECTION_BY_NAME:
-            raise ValueError(f"unknown collection {collection!r}; expected one of {', '.join(COLLECTION_BY_NAME)}")
+            raise ValueError(f"unknown collection {collection!r}; expected one of "
+                             f"{', '.join(COLLECTION_BY_NAME)}")
         collection = COLLECTION_BY_NAME[collection]
     if not collection.task.config_per_node:
         raise ValueError(

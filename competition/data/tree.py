@@ -51,10 +51,12 @@ def find_npz_root(data_dir: str | Path) -> Path:
 
 
 def _holds_a_task_folder(folder: Path) -> bool:
-    """Whether ``folder`` has the folder of some task kind (``tile/``, ``layout/``: the collections' first part)."""
+    """Whether ``folder`` has the folder of some task kind (``tile/``, ``layout/``: the collections' first
+    part)."""
     from competition import collections  # the table as it is now, with every collection's task
 
-    return any((folder / name).is_dir() for name in dict.fromkeys(c.task_name for c in collections.COLLECTIONS))
+    return any((folder / name).is_dir()
+               for name in dict.fromkeys(c.task_name for c in collections.COLLECTIONS))
 
 
 def split_dir(data_dir: str | Path, collection: Collection, split: Split) -> Path:

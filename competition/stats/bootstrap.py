@@ -100,7 +100,8 @@ class GraphScores:
         return _mean_of_means({name: c.scores for name, c in self.collections.items()})
 
     @classmethod
-    def from_arrays(cls, name: str, per_collection: Mapping[str, Sequence[float] | np.ndarray]) -> GraphScores:
+    def from_arrays(cls, name: str,
+                    per_collection: Mapping[str, Sequence[float] | np.ndarray]) -> GraphScores:
         """Plain per-graph scores (e.g. on the valid split, where there is no solution file).
 
         Graphs are named ``<collection>#<position>``: two submissions compare only when their scores
@@ -116,7 +117,8 @@ class GraphScores:
         return cls(name=name, usage="all", collections=kept)
 
     def same_graphs(self, other: GraphScores) -> bool:
-        return {n: c.ids for n, c in self.collections.items()} == {n: c.ids for n, c in other.collections.items()}
+        return ({n: c.ids for n, c in self.collections.items()}
+                == {n: c.ids for n, c in other.collections.items()})
 
 
 def _usage_mask(usage_codes: np.ndarray, usage: str) -> np.ndarray:
@@ -199,7 +201,8 @@ def draw_graph_indices(sizes: Mapping[str, int], draws: int, seed: int) -> dict[
     return {name: rng.integers(0, sizes[name], size=(draws, sizes[name])) for name in ordered}
 
 
-def bootstrap_means(scores: Mapping[str, np.ndarray], indices: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def bootstrap_means(scores: Mapping[str, np.ndarray],
+                    indices: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Resampled collection means: ``scores[c]`` is ``(G_c,)`` or ``(S, G_c)`` for S submissions
     resampled together (paired); returns ``(draws,)`` or ``(S, draws)`` per collection."""
     return {name: np.asarray(values)[..., indices[name]].mean(axis=-1) for name, values in scores.items()}
@@ -329,7 +332,8 @@ def report(scores: GraphScores, *, draws: int = DEFAULT_DRAWS, seed: int = DEFAU
 
 
 def intervals(per_collection: Mapping[str, Sequence[float] | np.ndarray], *, draws: int = DEFAULT_DRAWS,
-              seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> tuple[Interval, dict[str, Interval]]:
+              seed: int = DEFAULT_SEED,
+              confidence: float = DEFAULT_CONFIDENCE) -> tuple[Interval, dict[str, Interval]]:
     """The same intervals for plain per-graph scores (e.g. validation scores): overall, per collection.
 
     Collections without scores are left out.
@@ -449,7 +453,8 @@ def compare(a: GraphScores, b: GraphScores, *, draws: int = DEFAULT_DRAWS, seed:
     """Paired bootstrap of B - A: both resampled with the same graphs in every draw."""
     check_bootstrap_args(draws, confidence)
     if not a.same_graphs(b):
-        raise ValueError(f"{a.name} and {b.name} were not scored on the same graphs (same solution and usage?)")
+        raise ValueError(f"{a.name} and {b.name} were not scored on the same graphs (same "
+                         "solution and usage?)")
     if not a.collections:
         raise ValueError(f"no scored graph of usage {a.usage!r}")
     names = _ordered(list(a.collections))

@@ -62,7 +62,8 @@ def parse_weights(text: str | None, count: int) -> np.ndarray:
     except ValueError:
         raise EnsembleError(f"--weights must be comma-separated numbers, e.g. 1,1,2; got {text!r}") from None
     if len(weights) != count:
-        raise EnsembleError(f"--weights lists {len(weights)} weight(s) for {count} input(s); give one per input")
+        raise EnsembleError(f"--weights lists {len(weights)} weight(s) for {count} input(s); give "
+                            "one per input")
     if not (np.isfinite(weights).all() and (weights > 0).all()):
         raise EnsembleError(f"--weights must be positive finite numbers; got {text!r}")
     return weights
@@ -128,7 +129,8 @@ class EnsembleResult:
     scores: dict[str, float] = field(default_factory=dict)  # input or out name -> score (with a solution)
 
     def to_json_dict(self) -> dict:
-        return {"out": str(self.out), "method": self.method, "rows": self.rows, "counts_from": self.counts_from,
+        return {"out": str(self.out), "method": self.method, "rows": self.rows,
+                "counts_from": self.counts_from,
                 "inputs": [{"submission": name, "weight": w} for name, w in zip(self.inputs, self.weights,
                                                                                   strict=True)],
                 "scores": dict(self.scores) or None}
@@ -136,7 +138,8 @@ class EnsembleResult:
     def format(self) -> str:
         lines = [f"{self.out}: {self.method} blend of {len(self.inputs)} submissions, {self.rows} rows "
                  f"(valid; config counts from {self.counts_from})"]
-        lines += [f"  weight {w:g}  {name}" + (f"  score {self.scores[name]:.4f}" if name in self.scores else "")
+        lines += [f"  weight {w:g}  {name}"
+                  + (f"  score {self.scores[name]:.4f}" if name in self.scores else "")
                   for name, w in zip(self.inputs, self.weights, strict=True)]
         if str(self.out) in self.scores:
             lines.append(f"  ensemble score {self.scores[str(self.out)]:.4f}")
@@ -178,7 +181,8 @@ def ensemble_files(paths: Sequence[str | Path], out: str | Path, *, weights: np.
         result = validate_submission(path, expected)
         bad = [p for p in result.problems if p.rule != "missing-id"]
         if bad or result.problems_truncated:
-            raise EnsembleError(f"{name} is not a valid submission:\n" + format_problems(result, source_name=name))
+            raise EnsembleError(f"{name} is not a valid submission:\n"
+                                + format_problems(result, source_name=name))
         validated[name] = result.rows
         ids[name] = set(result.rows)
     problems = _coverage_problems(ids)
@@ -191,6 +195,7 @@ def ensemble_files(paths: Sequence[str | Path], out: str | Path, *, weights: np.
     written = write_submission(out, rows)
     check = validate_submission(written, expected)
     if not check.ok:  # a bug in the blend, never the user's fault
-        raise RuntimeError("the blended submission is invalid:\n" + format_problems(check, source_name=str(written)))
+        raise RuntimeError("the blended submission is invalid:\n"
+                           + format_problems(check, source_name=str(written)))
     used = np.ones(len(names)) if weights is None else np.asarray(weights, dtype=np.float64)
     return EnsembleResult(Path(written), method, names, [float(w) for w in used], len(rows), counts_from)

@@ -31,17 +31,20 @@ from competition.stats.bootstrap import DEFAULT_SEED, GraphScores
 DEFAULT_SHAKEUP_DRAWS = 1000
 DEFAULT_PUBLIC_SHARE = 0.5
 
-__all__ = ["DEFAULT_PUBLIC_SHARE", "DEFAULT_SHAKEUP_DRAWS", "Shakeup", "public_counts", "shakeup", "split_masks"]
+__all__ = ["DEFAULT_PUBLIC_SHARE", "DEFAULT_SHAKEUP_DRAWS", "Shakeup", "public_counts", "shakeup",
+           "split_masks"]
 
 
 def public_counts(sizes: dict[str, int], public_share: float) -> dict[str, int]:
     """Graphs per collection on the public board; ValueError for a share or a collection that cannot split."""
     if not 0 < public_share < 1:
-        raise ValueError(f"public share must be strictly between 0 and 1 (Kaggle's was about 0.5); got {public_share!r}")
+        raise ValueError("public share must be strictly between 0 and 1 (Kaggle's was about 0.5); got "
+                         f"{public_share!r}")
     counts = {}
     for name, n in sizes.items():
         if n < 2:
-            raise ValueError(f"collection {name} has {n} scored graph(s); a public/private split needs at least 2")
+            raise ValueError(f"collection {name} has {n} scored graph(s); a public/private split "
+                             "needs at least 2")
         counts[name] = int(min(max(round(public_share * n), 1), n - 1))
     return counts
 
@@ -120,9 +123,10 @@ class Shakeup:
             return ""
         summary = self.summary()
         safest = max(summary, key=lambda row: (row["best_on_private"], row["private_mean"]))
-        return (f"select {safest['submission']}: best private score in {safest['best_on_private']:.0%} of the "
-                f"splits (mean private {safest['private_mean']:.4f}); picking by the public score finds the "
-                f"private best in {self.pick_is_best:.0%} of them and loses {self.mean_regret:.4f} on average")
+        return (f"select {safest['submission']}: best private score in {safest['best_on_private']:.0%} of "
+                f"the splits (mean private {safest['private_mean']:.4f}); picking by the public score finds "
+                f"the private best in {self.pick_is_best:.0%} of them and loses {self.mean_regret:.4f} on "
+                "average")
 
     def to_json_dict(self) -> dict:
         return {
@@ -142,7 +146,8 @@ class Shakeup:
         lines = [f"{self.draws} random public/private splits ({self.public_share:.0%} public within each "
                  f"collection, seed {self.seed})",
                  "public/private: the solution's own split; chosen: share of splits where the submission has "
-                 "the best public score; best: share where it has the best private score", head, "-" * len(head)]
+                 "the best public score; best: share where it has the best private score", head,
+                 "-" * len(head)]
         for row in self.summary():
             spread = f"{row['private_p05']:.4f}-{row['private_p95']:.4f}"
             actual = [f"{v:>7.4f}" if v is not None else f"{'-':>7}" for v in (row["actual_public"],

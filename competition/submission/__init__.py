@@ -1,8 +1,8 @@
 """The submission rules: the one place that decides whether a submission file is valid.
 
-A submission is a CSV with the columns ``ID`` and ``TopConfigs`` (docs/competition.md, Submission format). ``validate_submission``
-streams a file line by line and reports every problem it finds (up to a cap), each with a stable rule
-code, the line, the ID and a message that says what was received and what is expected.
+A submission is a CSV with the columns ``ID`` and ``TopConfigs`` (docs/competition.md, Submission format).
+``validate_submission`` streams a file line by line and reports every problem it finds (up to a cap), each
+with a stable rule code, the line, the ID and a message that says what was received and what is expected.
 ``parse_top_configs`` is the per-row rule on its own, for the Kaggle-contract ``score()`` that
 receives a DataFrame; ``validate_rows`` applies the ID rules (missing, duplicate, unknown) and the
 per-row rule to already-parsed rows. ``tpugraphs validate``, ``tpugraphs score``, ``score()`` and the

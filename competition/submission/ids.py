@@ -115,14 +115,15 @@ class RowChecker:
             return
         line, received, row_id = held[0]
         if not any(is_row_id(h[2]) for h in held):
-            message = (f"none of the {self._held_count} values in the ID column is an ID '<collection>:<file stem>' "
-                       f"(the first is {show(row_id)}); are the columns swapped, or shifted by an extra field?")
+            message = (f"none of the {self._held_count} values in the ID column is an ID "
+                       f"'<collection>:<file stem>' (the first is {show(row_id)}); are the columns swapped, "
+                       "or shifted by an extra field?")
         else:
             example = next(iter(self.graphs), None)
             looks = f"; these test files' IDs look like {example}" if example is not None else ""
-            message = (f"none of the {self._held_count} IDs in the file names a test graph of these test files (the "
-                       f"first is {show(row_id)}){looks}. Is the submission for other data, or for another seed of "
-                       f"the embedded competition?")
+            message = (f"none of the {self._held_count} IDs in the file names a test graph of these "
+                       f"test files (the first is {show(row_id)}){looks}. Is the submission for other data, "
+                       f"or for another seed of the embedded competition?")
         self.problems.add(line, received, "unknown-id", message)
 
     def report_missing(self) -> None:
@@ -132,7 +133,8 @@ class RowChecker:
             return
         total = len(self.graphs)
         per_collection = Counter(self.graphs[row_id][0].name for row_id in missing)
-        breakdown = ", ".join(f"{per_collection[name]} {name}" for name in COLLECTION_NAMES if per_collection[name])
+        breakdown = ", ".join(f"{per_collection[name]} {name}" for name in COLLECTION_NAMES
+                              if per_collection[name])
         examples = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
         have = "has" if len(missing) == 1 else "have"
         self.problems.add(

@@ -220,7 +220,8 @@ def _too_large(max_bytes: int, graphs: Mapping[str, tuple[Collection, int]]) -> 
 def _line_too_long(line_no: int, start: bytes, max_line_bytes: int) -> Problem:
     hint = ""
     if b"\r" in start.rstrip(b"\r"):
-        hint = "; it contains carriage returns but no newline: save the file with '\\n' or '\\r\\n' line endings"
+        hint = ("; it contains carriage returns but no newline: save the file with '\\n' or '\\r\\n' "
+                "line endings")
     return Problem(
         line_no, None, "line-too-long",
         f"the line is longer than {format_bytes(max_line_bytes)}, more than any valid row for these graphs "
@@ -279,8 +280,9 @@ class _FileReader:
             return
         if "\r" in text:
             self._line_fault(line_no, text, "line-ending",
-                             f"the line contains a carriage return (\\r) at column {text.index(chr(13)) + 1}; "
-                             f"lines end with '\\n' or '\\r\\n' (old Mac line endings?)")
+                             "the line contains a carriage return (\\r) at column "
+                             f"{text.index(chr(13)) + 1}; lines end with '\\n' or '\\r\\n' "
+                             "(old Mac line endings?)")
             return
         try:
             fields = _split_fields(text)

@@ -52,7 +52,8 @@ templates.env.filters["iso"] = iso
 
 
 def _time_tag(moment: datetime | str | None) -> Markup:
-    """``<time datetime="...Z">...Z</time>``: UTC in the page, the viewer's local time once local-time.js runs."""
+    """``<time datetime="...Z">...Z</time>``: UTC in the page, the viewer's local time once local-time.js
+    runs."""
     text = moment if isinstance(moment, str) or moment is None else iso(moment)
     return Markup("-") if text is None else Markup('<time datetime="{0}">{0}</time>').format(text)
 
@@ -113,7 +114,8 @@ class Page:
         self.session_digest = session[1] if session else sessions.UNBOUND  # the browser it was made in
 
     def same_browser(self, browser_key: str) -> bool:
-        """Whether the session was made in the browser that sent ``browser_key`` (see leaderboard.sessions)."""
+        """Whether the session was made in the browser that sent ``browser_key`` (see
+        leaderboard.sessions)."""
         return sessions.same_browser(self.session_digest, browser_key)
 
     async def render(self, name: str, context: dict, status_code: int = 200) -> HTMLResponse:
@@ -130,7 +132,8 @@ class Page:
             "max_description": MAX_DESCRIPTION,
             "csrf_token": token or csrf.new_token(),
         }
-        response = templates.TemplateResponse(self.request, name, {**base, **context}, status_code=status_code)
+        response = templates.TemplateResponse(self.request, name, {**base, **context},
+                                              status_code=status_code)
         response.headers["Cache-Control"] = "no-store"
         if token is None:
             response.set_cookie(csrf.CSRF_COOKIE, base["csrf_token"], httponly=True, samesite="strict",
@@ -162,10 +165,10 @@ def _remember(response: Response, page: Page, session_value: str) -> None:
 
 
 def _other_browser(team: TeamInfo) -> str:
-    return (f"This browser is signed in as team {team.name!r}, but not by a sign-in on this browser's pages of "
-            "this site: another site may have planted that sign-in. Nothing was uploaded or changed. If "
-            f"{team.name!r} is your team, confirm it below and try again; otherwise sign out and sign in with "
-            "your own token.")
+    return (f"This browser is signed in as team {team.name!r}, but not by a sign-in on this "
+            "browser's pages of this site: another site may have planted that sign-in. Nothing was uploaded "
+            f"or changed. If {team.name!r} is your team, confirm it below and try again; otherwise sign out "
+            "and sign in with your own token.")
 
 
 async def _sign_in(request: Request, leaderboard: Leaderboard, token: str,
@@ -186,8 +189,9 @@ async def board_page(page: PageDep, board: Literal["public", "private"] = Query(
     public_ranks = {}
     if board == "private":  # the shake-up: each team's public rank beside its private one
         public_ranks = {e.team_id: e.rank for e in (await board_snapshot(page.cache, "public")).entries}
-    return await page.render("leaderboard.html", {"board": board, "entries": snapshot.entries, "message": None,
-                                                  "public_ranks": public_ranks})
+    return await page.render("leaderboard.html",
+                             {"board": board, "entries": snapshot.entries, "message": None,
+                              "public_ranks": public_ranks})
 
 
 @router.get("/teams/{team_id}", response_class=HTMLResponse)
@@ -202,7 +206,8 @@ async def team_page(page: PageDep, leaderboard: LeaderboardDep, team_id: int) ->
     if private_visible:
         final = None
         if not page.settings.full_disclosure:
-            final = set((await run_in_threadpool(final_ids_of, leaderboard.db, team.id, config.max_selected))[0])
+            final = set((await run_in_threadpool(final_ids_of, leaderboard.db, team.id,
+                                                 config.max_selected))[0])
         history = await run_in_threadpool(
             lambda: leaderboard.scored_history(team.id, private_visible=True, private_of=final))
 
@@ -222,7 +227,8 @@ async def team_page(page: PageDep, leaderboard: LeaderboardDep, team_id: int) ->
 @router.get("/favicon.ico")
 async def favicon() -> Response:
     """The site's icon where a client asks for it by the old name (pages link /static/favicon.svg)."""
-    return Response(FAVICON.read_bytes(), media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
+    return Response(FAVICON.read_bytes(), media_type="image/svg+xml",
+                    headers={"Cache-Control": "max-age=86400"})
 
 
 @router.get("/rules", response_class=HTMLResponse)
@@ -245,7 +251,8 @@ async def api_page(page: PageDep) -> HTMLResponse:
          "responses": sorted(op.get("responses", {}))}
         for path, methods in schema.get("paths", {}).items() for method, op in methods.items()
     ]
-    return await page.render("api.html", {"endpoints": endpoints, "description": schema["info"].get("description")})
+    return await page.render("api.html",
+                             {"endpoints": endpoints, "description": schema["info"].get("description")})
 
 
 @router.get("/submit", response_class=HTMLResponse)
@@ -270,14 +277,15 @@ async def submit_upload(
             "error": "That team token is not valid. Paste the token your host gave you.",
         }, status_code=401)
     if typed is not None and page.team is not None and typed.id != page.team.id:
-        exc = Conflict(f"This browser is signed in as team {page.team.name!r}, but the token you typed is team "
-                       f"{typed.name!r}'s. Nothing was uploaded. To switch teams, sign out first or enter "
-                       "the other token on My submissions.")
+        exc = Conflict(f"This browser is signed in as team {page.team.name!r}, but the token you "
+                       f"typed is team {typed.name!r}'s. Nothing was uploaded. To switch teams, sign out "
+                       "first or enter the other token on My submissions.")
         return await page.render("submit.html", {"team": page.team, "result": None, "error": exc.message},
                                  status_code=exc.status_code)
     if typed is None and not page.same_browser(browser_key):
-        return await page.render("submit.html", {"team": page.team, "result": None, "error": _other_browser(page.team),
-                                                 "confirm_team": page.team}, status_code=409)
+        return await page.render("submit.html",
+                                 {"team": page.team, "result": None, "error": _other_browser(page.team),
+                                  "confirm_team": page.team}, status_code=409)
     team = typed or page.team
     try:
         result = await submit_file(leaderboard, page.scorer, page.cache, page.settings, team, file,
@@ -315,11 +323,13 @@ async def _mine_context(leaderboard: Leaderboard, cache: BoardCache, team: TeamI
 
 
 @router.get("/mine", response_class=HTMLResponse)
-async def mine_page(page: PageDep, leaderboard: LeaderboardDep, page_number: int = Query(1, alias="page")) -> HTMLResponse:
+async def mine_page(page: PageDep, leaderboard: LeaderboardDep,
+                    page_number: int = Query(1, alias="page")) -> HTMLResponse:
     if page.team is None:
         return await page.render("mine.html", {"team": None, "message": None})
-    return await page.render("mine.html", {**await _mine_context(leaderboard, page.cache, page.team, page_number),
-                                           "message": None})
+    return await page.render("mine.html",
+                             {**await _mine_context(leaderboard, page.cache, page.team, page_number),
+                              "message": None})
 
 
 @router.get("/mine/{submission_id}/file")
@@ -359,8 +369,10 @@ async def mine_switch(page: PageDep, leaderboard: LeaderboardDep, token: Annotat
 
 
 @router.post("/session/confirm", dependencies=CHECKED)
-async def confirm_session(page: PageDep, leaderboard: LeaderboardDep, browser_key: BrowserKey = "") -> Response:
-    """The person saw which team this browser is signed in as and keeps it: the session is bound to this browser."""
+async def confirm_session(page: PageDep, leaderboard: LeaderboardDep,
+                          browser_key: BrowserKey = "") -> Response:
+    """The person saw which team this browser is signed in as and keeps it: the session is bound to this
+    browser."""
     if page.team is None:
         return await page.render("mine.html", {"team": None, "message": "Enter your team token first."},
                                  status_code=401)

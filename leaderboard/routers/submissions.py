@@ -26,7 +26,8 @@ _ERRORS = {
     401: {"description": "missing or wrong team token"},
     403: {"description": "the competition is closed, or the team is disqualified"},
     413: {"description": "file larger than the server's limit, or the team's stored files would pass theirs"},
-    422: {"description": "invalid submission file, or a description over the limit; 'detail' says why (not counted)"},
+    422: {"description": "invalid submission file, or a description over the limit; 'detail' says why "
+                         "(not counted)"},
     429: {"description": "daily limit reached, or too many uncounted (invalid, failed) uploads today; "
                "'resets_at' and the Retry-After header say when it resets"},
     500: {"description": "scoring failed on the server (not counted)"},
@@ -43,8 +44,9 @@ async def create_submission(
     cache: BoardCacheDep,
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="the submission CSV (ID,TopConfigs)")],
-    description: Annotated[str | None, Form(description=f"a note on this submission, shown in the team's history "
-                                                        f"(at most {MAX_DESCRIPTION} characters)")] = None,
+    description: Annotated[str | None, Form(description="a note on this submission, shown in the "
+                                                        "team's history (at most "
+                                                        f"{MAX_DESCRIPTION} characters)")] = None,
 ) -> dict:
     return await submit_file(leaderboard, scorer, cache, settings, team, file, description)
 
@@ -65,7 +67,8 @@ async def my_submissions(team: TeamDep, leaderboard: LeaderboardDep, cache: Boar
     return await run_in_threadpool(read)
 
 
-@router.get("/{submission_id}/file", responses={401: _ERRORS[401], 404: {"description": "not a submission of the team"}},
+@router.get("/{submission_id}/file",
+            responses={401: _ERRORS[401], 404: {"description": "not a submission of the team"}},
             summary="Download one of the team's own submitted files", response_class=Response)
 async def download(submission_id: int, team: TeamDep, leaderboard: LeaderboardDep) -> Response:
     file_name, content, whole = await run_in_threadpool(leaderboard.submission_file, team, submission_id)
@@ -73,14 +76,16 @@ async def download(submission_id: int, team: TeamDep, leaderboard: LeaderboardDe
 
 
 @router.post("/{submission_id}/select", summary="Select a scored submission for the private board")
-async def select(submission_id: int, team: TeamDep, leaderboard: LeaderboardDep, cache: BoardCacheDep) -> dict:
+async def select(submission_id: int, team: TeamDep, leaderboard: LeaderboardDep,
+                 cache: BoardCacheDep) -> dict:
     result = await run_in_threadpool(leaderboard.set_selected, team, submission_id, True)
     cache.invalidate()
     return result
 
 
 @router.post("/{submission_id}/unselect", summary="Take a submission off the team's final selection")
-async def unselect(submission_id: int, team: TeamDep, leaderboard: LeaderboardDep, cache: BoardCacheDep) -> dict:
+async def unselect(submission_id: int, team: TeamDep, leaderboard: LeaderboardDep,
+                   cache: BoardCacheDep) -> dict:
     result = await run_in_threadpool(leaderboard.set_selected, team, submission_id, False)
     cache.invalidate()
     return result

@@ -72,8 +72,10 @@ class Admin(CompetitionStore):
             try:
                 report = score_now(content, solution, file_name)
                 values = {"status": SCORED, "error": None, **score_values(report, scorer_version)}
-            except ParticipantVisibleError as exc:  # SubmissionInvalid and any other participant-facing refusal
-                values = {"status": INVALID, "error": str(exc), "selected": False, **_no_scores(scorer_version)}
+            except ParticipantVisibleError as exc:
+                # SubmissionInvalid and any other participant-facing refusal
+                values = {"status": INVALID, "error": str(exc), "selected": False,
+                          **_no_scores(scorer_version)}
             except Exception:
                 log.exception("rescoring submission %d failed", submission_id)
                 values = {"status": FAILED, "error": FAILED_MESSAGE, "selected": False,

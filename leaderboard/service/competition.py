@@ -33,7 +33,8 @@ class CompetitionStore:
 
     @classmethod
     def open_existing(cls, url: str) -> Self:
-        """The competition at ``url``; NotInitialised for an SQLite file that does not exist (never creates it)."""
+        """The competition at ``url``; NotInitialised for an SQLite file that does not exist
+        (never creates it)."""
         path = sqlite_file(url)
         if path is not None and not path.is_file():
             raise NotInitialised(f"{url}: no such database file ({path}); run 'tpugraphs leaderboard init' "
@@ -75,7 +76,8 @@ class CompetitionStore:
 
     def config(self) -> CompetitionConfig:
         """The competition's current rules (read fresh from the database)."""
-        missing = NotInitialised(f"{self.db.url}: no competition here; run 'tpugraphs leaderboard init' first")
+        missing = NotInitialised(f"{self.db.url}: no competition here; "
+                                 "run 'tpugraphs leaderboard init' first")
         try:
             with self.db.reader() as session:
                 # The version alone first: an older database lacks columns the full row would name.
@@ -92,7 +94,8 @@ class CompetitionStore:
                 f"run 'tpugraphs leaderboard upgrade --db {self.db.url}' once (it only adds columns)"
             )
         if version != SCHEMA_VERSION:
-            raise NotInitialised(f"{self.db.url}: made by schema version {version}, this kit reads {SCHEMA_VERSION}")
+            raise NotInitialised(f"{self.db.url}: made by schema version {version}, this kit reads "
+                                 f"{SCHEMA_VERSION}")
         with self.db.reader() as session:
             row = session.get(CompetitionRow, 1)
         if row is None:
@@ -110,7 +113,8 @@ class CompetitionStore:
             # Never the whole row: this kit's model names columns the older database does not have yet.
             before = session.scalar(select(CompetitionRow.schema_version).where(CompetitionRow.id == 1))
             if before is None:
-                raise NotInitialised(f"{self.db.url}: no competition here; run 'tpugraphs leaderboard init' first")
+                raise NotInitialised(f"{self.db.url}: no competition here; "
+                                     "run 'tpugraphs leaderboard init' first")
             if before > SCHEMA_VERSION:
                 raise NotInitialised(f"{self.db.url}: made by schema version {before}, newer than this kit's "
                                      f"{SCHEMA_VERSION}; upgrade the kit instead")
@@ -118,7 +122,8 @@ class CompetitionStore:
                 for statement in UPGRADES.get(version, []):
                     session.execute(text(statement))
             session.execute(update(CompetitionRow).where(CompetitionRow.id == 1)
-                            .values(schema_version=SCHEMA_VERSION).execution_options(synchronize_session=False))
+                            .values(schema_version=SCHEMA_VERSION)
+                            .execution_options(synchronize_session=False))
         return before, SCHEMA_VERSION
 
     def configure(self, **changes: object) -> CompetitionConfig:
@@ -143,14 +148,16 @@ class CompetitionStore:
             return session.scalar(select(CompetitionRow.solution_csv).where(CompetitionRow.id == 1))
 
     def verified_solution_csv(self) -> bytes:
-        """The stored solution, checked against the SHA-256 recorded by ``init``; SolutionTampered if it differs."""
+        """The stored solution, checked against the SHA-256 recorded by ``init``; SolutionTampered if it
+        differs."""
         expected = self.config().solution_sha256
         content = self.solution_csv() or b""
         actual = hashlib.sha256(content).hexdigest()
         if actual != expected:
             raise SolutionTampered(
-                f"{self.db.url}: the stored solution ({len(content)} bytes, SHA-256 {actual[:12]}...) is not the "
-                f"one recorded at init (SHA-256 {expected[:12]}...); it was changed or truncated. Restore the "
+                f"{self.db.url}: the stored solution ({len(content)} bytes, SHA-256 "
+                f"{actual[:12]}...) is not the one recorded at init (SHA-256 {expected[:12]}...); it was "
+                "changed or truncated. Restore the "
                 "database from a backup; no submission is scored against it."
             )
         return content

@@ -37,8 +37,10 @@ class History(CompetitionStore):
         """
         with self.db.reader() as session:
             rows = session.execute(
-                select(Submission.id, Submission.created_at, Submission.public_score, Submission.private_score)
-                .where(Submission.team_id == team_id, Submission.status == SCORED).order_by(Submission.id.desc())
+                select(Submission.id, Submission.created_at, Submission.public_score,
+                       Submission.private_score)
+                .where(Submission.team_id == team_id, Submission.status == SCORED)
+                .order_by(Submission.id.desc())
             ).all()
         history = []
         for i, created, public, private in rows:
@@ -84,7 +86,8 @@ class History(CompetitionStore):
             if row is None or row.team_id != team.id:
                 raise NotFound(f"Your team has no submission {submission_id}.")
             if selected and row.status != SCORED:
-                raise Conflict(f"Submission {submission_id} is {row.status}; only scored submissions can be selected.")
+                raise Conflict(f"Submission {submission_id} is {row.status}; only scored submissions can "
+                               "be selected.")
             if selected and not row.selected:
                 count = session.scalar(select(func.count()).select_from(Submission).where(
                     Submission.team_id == team.id, Submission.selected.is_(True)))

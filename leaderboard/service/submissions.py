@@ -89,7 +89,8 @@ REFUSED_MESSAGE = "Refused: the daily limit was reached before this submission w
 
 
 def clean_file_name(name: str | None) -> str:
-    """The base name of an uploaded file, without control characters or line separators, at most 255 characters."""
+    """The base name of an uploaded file, without control characters or line separators, at most 255
+    characters."""
     base = PurePosixPath((name or "").replace("\\", "/")).name
     base = "".join(ch for ch in base if not breaks_the_line(ch)).strip()
     return base[:MAX_FILE_NAME] or "submission.csv"
@@ -111,8 +112,8 @@ def check_description(text: str | None) -> str | None:
     cleaned = clean_description(text)
     if cleaned is not None and len(cleaned) > MAX_DESCRIPTION:
         raise DescriptionTooLong(
-            f"The description has {len(cleaned)} characters; at most {MAX_DESCRIPTION} are allowed. Shorten it; "
-            "nothing was stored or counted.", max_description_chars=MAX_DESCRIPTION,
+            f"The description has {len(cleaned)} characters; at most {MAX_DESCRIPTION} are allowed. "
+            "Shorten it; nothing was stored or counted.", max_description_chars=MAX_DESCRIPTION,
         )
     return cleaned
 
@@ -163,9 +164,9 @@ class Submissions(CompetitionStore):
         ``score`` is ``Scorer.score``: it raises SubmissionInvalid (a ParticipantVisibleError),
         ScoringTimeout or a host fault. ``max_uncounted_per_day`` bounds the team's invalid, failed
         and refused uploads per UTC day, ``max_team_bytes`` its stored (compressed) files; None: no bound.
-        ``description`` is the team's note on the submission (cleaned, at most ``MAX_DESCRIPTION`` characters).
-        Raises Forbidden (closed, disqualified), LimitReached (the daily limit, or too many uncounted
-        uploads), PayloadTooLarge (the team's storage is full), InvalidSubmission, ScoringFailed or
+        ``description`` is the team's note on the submission (cleaned, at most ``MAX_DESCRIPTION``
+        characters). Raises Forbidden (closed, disqualified), LimitReached (the daily limit, or too many
+        uncounted uploads), PayloadTooLarge (the team's storage is full), InvalidSubmission, ScoringFailed or
         ScoringTimedOut; each carries the participant-safe message.
         """
         from leaderboard.scorer import ScoringTimeout
@@ -180,7 +181,8 @@ class Submissions(CompetitionStore):
         quota = self.quota(team.id, config.daily_limit, now)
         if quota.remaining <= 0:  # cheap early refusal; the count below is the one that holds
             raise self._limit_reached(quota, now)
-        if max_uncounted_per_day is not None:  # cheap early refusal; the check in _record is the one that holds
+        # cheap early refusal; the check in _record is the one that holds
+        if max_uncounted_per_day is not None:
             with self.db.reader() as session:
                 uncounted, in_flight = _uncounted_counts(session, team.id, now)
             if uncounted >= max_uncounted_per_day:
@@ -189,8 +191,8 @@ class Submissions(CompetitionStore):
         file_name = clean_file_name(file_name)
         compressed = zlib.compress(content, 1)
         submission_id = self._record(team.id, content, file_name, description, now, quota,
-                                     max_uncounted_per_day=max_uncounted_per_day, max_team_bytes=max_team_bytes,
-                                     compressed_size=len(compressed))
+                                     max_uncounted_per_day=max_uncounted_per_day,
+                                     max_team_bytes=max_team_bytes, compressed_size=len(compressed))
 
         try:
             report = score(content, file_name)
@@ -224,7 +226,8 @@ class Submissions(CompetitionStore):
     def _record(self, team_id: int, content: bytes, file_name: str, description: str | None, now: datetime,
                 quota: Quota, *, max_uncounted_per_day: int | None, max_team_bytes: int | None,
                 compressed_size: int) -> int:
-        """Step 1: check the caps and write the ``received`` row (the file's prefix only) in one transaction."""
+        """Step 1: check the caps and write the ``received`` row (the file's prefix only) in one
+        transaction."""
         with self.db.writer() as session:
             # One upload of the team at a time from here to the commit (PostgreSQL; SQLite's BEGIN
             # IMMEDIATE already serialises every writer), so the counts below cannot go stale.
@@ -237,13 +240,15 @@ class Submissions(CompetitionStore):
                 stored = int(session.scalar(_stored_bytes_query(team_id)) or 0)
                 if stored + compressed_size > max_team_bytes:
                     raise PayloadTooLarge(
-                        f"Your team's stored submissions take {stored / 2**20:.1f} MiB; this file would pass the "
-                        f"server's limit of {max_team_bytes / 2**20:.1f} MiB per team. Nothing was stored or "
-                        "counted; ask the host.", stored_bytes=stored, max_team_bytes=max_team_bytes,
+                        f"Your team's stored submissions take {stored / 2**20:.1f} MiB; this file "
+                        f"would pass the server's limit of {max_team_bytes / 2**20:.1f} MiB per team. "
+                        "Nothing was stored or counted; ask the host.", stored_bytes=stored,
+                        max_team_bytes=max_team_bytes,
                     )
             row = Submission(
                 team_id=team_id, created_at=now, file_name=file_name, size_bytes=len(content),
-                sha256=hashlib.sha256(content).hexdigest(), content=zlib.compress(content[:KEPT_PREFIX_BYTES], 1),
+                sha256=hashlib.sha256(content).hexdigest(),
+                content=zlib.compress(content[:KEPT_PREFIX_BYTES], 1),
                 status=RECEIVED, selected=False, description=description,
             )
             session.add(row)
@@ -260,14 +265,16 @@ class Submissions(CompetitionStore):
         outcome = "ok"
         try:
             with self.db.writer() as session:
-                still_received = session.scalar(select(Submission.status).where(Submission.id == submission_id))
+                still_received = session.scalar(
+                    select(Submission.status).where(Submission.id == submission_id))
                 if still_received != RECEIVED:
                     outcome = "swept"
                     raise _Rollback
                 _insert_ignore(session, DailyQuota, team_id=team_id, day=day, used=0)
                 taken = session.execute(
                     update(DailyQuota)
-                    .where(DailyQuota.team_id == team_id, DailyQuota.day == day, DailyQuota.used < daily_limit)
+                    .where(DailyQuota.team_id == team_id, DailyQuota.day == day,
+                           DailyQuota.used < daily_limit)
                     .values(used=DailyQuota.used + 1)
                     .execution_options(synchronize_session=False)
                 ).rowcount
@@ -277,7 +284,8 @@ class Submissions(CompetitionStore):
                 marked = session.execute(
                     update(Submission)
                     .where(Submission.id == submission_id, Submission.status == RECEIVED)
-                    .values(status=SCORED, quota_day=day, content=compressed, **score_values(report, scorer_version))
+                    .values(status=SCORED, quota_day=day, content=compressed,
+                            **score_values(report, scorer_version))
                     .execution_options(synchronize_session=False)
                 ).rowcount
                 if marked != 1:  # swept by another process between the read above and here (PostgreSQL)
@@ -288,7 +296,8 @@ class Submissions(CompetitionStore):
         return outcome
 
     def _finish(self, submission_id: int, status: str, error: str, scorer_version: str | None) -> None:
-        """Record a verdict other than scored, unless the row already left 'received' (it keeps its prefix)."""
+        """Record a verdict other than scored, unless the row already left 'received' (it keeps its
+        prefix)."""
         with self.db.writer() as session:
             session.execute(
                 update(Submission)
@@ -303,14 +312,16 @@ class Submissions(CompetitionStore):
             return int(session.scalar(_stored_bytes_query(team_id)) or 0)
 
     @staticmethod
-    def _too_many_uncounted(uncounted: int, in_flight: int, cap: int, quota: Quota, now: datetime) -> LimitReached:
+    def _too_many_uncounted(uncounted: int, in_flight: int, cap: int, quota: Quota,
+                            now: datetime) -> LimitReached:
         if uncounted - in_flight < cap:  # uploads still being scored hold the rest: soon over
             return LimitReached(
-                f"Too many uploads at once: {in_flight} of your team's uploads are still being scored, and with "
-                f"the {uncounted - in_flight} that did not count today they reach the server's cap of {cap} "
-                "uncounted uploads per team per day. Wait for them to finish; nothing was stored or counted.",
-                headers={"Retry-After": str(IN_FLIGHT_RETRY_S)}, uncounted_today=uncounted, in_flight=in_flight,
-                max_uncounted_per_day=cap, **quota.as_dict(),
+                f"Too many uploads at once: {in_flight} of your team's uploads are still being "
+                f"scored, and with the {uncounted - in_flight} that did not count today they reach the "
+                f"server's cap of {cap} uncounted uploads per team per day. Wait for them to finish; nothing "
+                "was stored or counted.",
+                headers={"Retry-After": str(IN_FLIGHT_RETRY_S)}, uncounted_today=uncounted,
+                in_flight=in_flight, max_uncounted_per_day=cap, **quota.as_dict(),
             )
         wait = max(1, int((quota.resets_at - now).total_seconds()))
         return LimitReached(

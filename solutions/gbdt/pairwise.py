@@ -25,9 +25,9 @@ cares most about the fastest configs. This objective weighs every such pair the 
   default 1,000,000, i.e. more than 1,414 configs) uses ``max_pairs`` pairs drawn uniformly at random
   each round (with replacement, from a generator seeded by the training seed, so the same seed gives
   the same model); the mean over the drawn pairs of differing labels estimates the mean over all of
-  them (unbiased when no labels tie; with ties, a ratio estimate whose bias shrinks as 1 / max_pairs). The gbdt's default queries (64 configs for layout, one kernel of at most
-  1000 configs for tile) never reach it; ``query_size=null`` with more than 1,414 configs drawn per
-  graph does.
+  them (unbiased when no labels tie; with ties, a ratio estimate whose bias shrinks as 1 / max_pairs). The
+  gbdt's default queries (64 configs for layout, one kernel of at most 1000 configs for tile) never reach it;
+  ``query_size=null`` with more than 1,414 configs drawn per graph does.
 
 ``pairwise_gradients`` is the function; ``PairwiseObjective`` wraps it as LightGBM's custom
 objective (``params["objective"] = PairwiseObjective(...)``, lightgbm >= 4), reading labels and
@@ -147,7 +147,8 @@ def pairwise_loss(scores: np.ndarray, labels: np.ndarray, sizes: np.ndarray) -> 
     """The summed query losses over all pairs (no sampling), for checks; O(n^2) memory per query."""
     total, start = 0.0, 0
     for n in np.asarray(sizes, dtype=np.int64).tolist():
-        s, y = np.asarray(scores[start:start + n], np.float64), np.asarray(labels[start:start + n], np.float64)
+        s, y = (np.asarray(scores[start:start + n], np.float64),
+                np.asarray(labels[start:start + n], np.float64))
         start += n
         faster = y[:, None] > y[None, :]
         if faster.any():
@@ -170,7 +171,8 @@ class PairwiseObjective:
         sizes = train_data.get_group()
         if sizes is None:
             raise ValueError("the pairwise objective needs query groups in the training Dataset")
-        return pairwise_gradients(preds, train_data.get_label(), sizes, max_pairs=self.max_pairs, rng=self.rng)
+        return pairwise_gradients(preds, train_data.get_label(), sizes, max_pairs=self.max_pairs,
+                                  rng=self.rng)
 
     def __repr__(self) -> str:  # LightGBM may print the params
         return f"PairwiseObjective(max_pairs={self.max_pairs})"

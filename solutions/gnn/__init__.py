@@ -4,9 +4,9 @@ GraphSAGE message passing in both edge directions over the computation graph, op
 log-scaled node features; layout configs join at the configurable nodes after message passing
 (intermediate fusion, the default; ``fusion=early`` joins them before it) and attend to each other
 before the head; tile configs join the pooled kernel embedding; a ListMLE ranking loss (the pairwise
-hinge on tile:xla); the best epoch chosen on the validation split with the official metric. Layout graphs are pruned (the ``pruning`` setting,
-by default to the configurable nodes and their neighbours; saved with the model) and configs are
-deduplicated and stored base-7 packed.
+hinge on tile:xla); the best epoch chosen on the validation split with the official metric. Layout graphs are
+pruned (the ``pruning`` setting, by default to the configurable nodes and their neighbours; saved with the
+model) and configs are deduplicated and stored base-7 packed.
 
 - ``data``: npz graphs -> tensors (pruning, scaling, config deduplication and packing);
 - ``model``: ``LayoutRanker`` and ``TileRanker`` (shapes in their docstrings);
@@ -15,7 +15,8 @@ deduplicated and stored base-7 packed.
 - ``train``: the losses, the training loop and batched prediction;
 - ``ranker``: ``GNNRanker``, the ``RankingMethod`` the runner uses;
 - ``gst``: Graph Segment Training of layout graphs (``--param training=gst``);
-- data-parallel training over ``torch.distributed`` uses ``solutions.distributed`` (``torchrun -m solutions``).
+- data-parallel training over ``torch.distributed`` uses ``solutions.distributed``
+  (``torchrun -m solutions``).
 
 docs/training-at-scale.md describes the last two.
 """

@@ -184,8 +184,8 @@ class EmbeddingTable:
             self.values = np.zeros(shape, dtype=np.float16)
             self.filled = np.zeros((num_configs, num_segments), dtype=bool)
         else:  # sparse files: pages never written take no disk and read as zeros
-            self.values = np.lib.format.open_memmap(folder / f"{name}.values.npy", mode="w+", dtype=np.float16,
-                                                    shape=shape)
+            self.values = np.lib.format.open_memmap(folder / f"{name}.values.npy", mode="w+",
+                                                    dtype=np.float16, shape=shape)
             self.filled = np.lib.format.open_memmap(folder / f"{name}.filled.npy", mode="w+", dtype=bool,
                                                     shape=shape[:2])
 
@@ -193,13 +193,15 @@ class EmbeddingTable:
     def nbytes(self) -> int:
         return int(self.values.nbytes + self.filled.nbytes)
 
-    def read(self, configs: np.ndarray, segments: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def read(self, configs: np.ndarray,
+             segments: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(B,) configs, (S',) segments -> mean (B, S', h), max (B, S', h) float32, filled (B, S') bool."""
         values = self.values[configs][:, segments].astype(np.float32)
         filled = self.filled[configs][:, segments]
         return torch.from_numpy(values[:, :, 0]), torch.from_numpy(values[:, :, 1]), torch.from_numpy(filled)
 
-    def write(self, configs: np.ndarray | None, segment: int, mean: torch.Tensor, maximum: torch.Tensor) -> None:
+    def write(self, configs: np.ndarray | None, segment: int, mean: torch.Tensor,
+              maximum: torch.Tensor) -> None:
         """Store (B, h) mean and max of ``segment`` for ``configs`` (B,); None: (1, h) for every config."""
         pooled = torch.stack([mean, maximum], dim=1).detach().float().clamp(-FLOAT16_MAX, FLOAT16_MAX)
         pooled = pooled.cpu().numpy().astype(np.float16)
@@ -285,10 +287,12 @@ def segment_pool(model: LayoutRanker, segment: Segment, digits: torch.Tensor, *,
     return mean.expand(batch, -1), maximum.expand(batch, -1)
 
 
-def gst_layout_scores(model: LayoutRanker, example: LayoutExample, segments: list[Segment], table: EmbeddingTable,
-                      index: torch.Tensor, *, segments_per_step: int, stale_dropout: float,
-                      rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
-    """Scores (B,) of the configs ``index`` (B,) with ``segments_per_step`` fresh segments, the rest historical.
+def gst_layout_scores(model: LayoutRanker, example: LayoutExample, segments: list[Segment],
+                      table: EmbeddingTable, index: torch.Tensor, *, segments_per_step: int,
+                      stale_dropout: float, rng: np.random.Generator, device: torch.device,
+                      dedup_rows: bool) -> torch.Tensor:
+    """Scores (B,) of the configs ``index`` (B,) with ``segments_per_step`` fresh segments, the rest
+    historical.
 
     Writes the fresh segments' values into ``table``.
     """

@@ -1,4 +1,5 @@
-"""The GNN rankers: GraphSAGE in both edge directions; layout configs join at the configurable nodes, tile configs late.
+"""The GNN rankers: GraphSAGE in both edge directions; layout configs join at the configurable nodes, tile
+configs late.
 
 Both models share a node encoder (opcode embedding + MLP over the log-scaled ``node_feat``) and a
 stack of ``BidirectionalSAGE`` layers; they differ in where the configuration enters.
@@ -170,7 +171,8 @@ class ConfigAttention(nn.Module):
 
 
 def context_index(num_configs: int, size: int) -> torch.Tensor:
-    """The fixed peers of attention at prediction: ``size`` configs of ``num_configs``, the same every time."""
+    """The fixed peers of attention at prediction: ``size`` configs of ``num_configs``, the same every
+    time."""
     if num_configs <= size:
         return torch.arange(num_configs)
     generator = torch.Generator().manual_seed(0)
@@ -205,7 +207,8 @@ class LayoutRanker(nn.Module):
     task = LAYOUT  # the task kind whose graphs it ranks
 
     def __init__(self, *, hidden: int, layers: int, dropout: float, row_features: bool, fusion: str,
-                 config_layers: int, config_attention: bool, attention_context: int, tied_links: bool) -> None:
+                 config_layers: int, config_attention: bool, attention_context: int,
+                 tied_links: bool) -> None:
         super().__init__()
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
@@ -215,12 +218,14 @@ class LayoutRanker(nn.Module):
         self.attention_context = attention_context
         self.tied_links = tied_links
         self.config_layers = nn.ModuleList(
-            BidirectionalSAGE(hidden, dropout) for _ in range(config_layers if fusion == "intermediate" else 0))
+            BidirectionalSAGE(hidden, dropout)
+            for _ in range(config_layers if fusion == "intermediate" else 0))
         self.attention = ConfigAttention(2 * hidden) if config_attention else None
         self.nodes = NodeEncoder(hidden)
         # One embedding per (slot, digit): the sum over the 18 slots is a linear map of the one-hot row.
         self.slot_digit = nn.Embedding(LAYOUT_SLOTS_PER_ROW * LAYOUT_DIGITS, hidden)
-        self.register_buffer("slot_offsets", torch.arange(LAYOUT_SLOTS_PER_ROW) * LAYOUT_DIGITS, persistent=False)
+        self.register_buffer("slot_offsets", torch.arange(LAYOUT_SLOTS_PER_ROW) * LAYOUT_DIGITS,
+                             persistent=False)
         self.row = mlp([2 * hidden + (ROW_FEATURES if row_features else 0), hidden, hidden])
         self.layers = nn.ModuleList(BidirectionalSAGE(hidden, dropout) for _ in range(layers))
         self.head = mlp([2 * hidden, hidden, 1], dropout=dropout)
@@ -278,7 +283,8 @@ class LayoutRanker(nn.Module):
         unique_keys, inverse = torch.unique(key, return_inverse=True)
         first = torch.full_like(unique_keys, flat.shape[0]).scatter_reduce(
             0, inverse, torch.arange(flat.shape[0], device=digits.device), reduce="amin")
-        return self._row_network(inputs, node_state, nodes[first], flat[first])[inverse].reshape(batch, nc, -1)
+        return (self._row_network(inputs, node_state, nodes[first], flat[first])[inverse]
+                .reshape(batch, nc, -1))
 
     def propagate(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
                   dedup_rows: bool = True) -> torch.Tensor:
@@ -294,7 +300,8 @@ class LayoutRanker(nn.Module):
 
     def configurable_states(self, inputs: LayoutInputs, graph_state: torch.Tensor, digits: torch.Tensor, *,
                             dedup_rows: bool = True) -> torch.Tensor:
-        """Intermediate fusion: the configurable nodes' states per config: (n, h), (B, nc, 18) -> (B, nc, h)."""
+        """Intermediate fusion: the configurable nodes' states per config: (n, h), (B, nc, 18) ->
+        (B, nc, h)."""
         x = graph_state[inputs.config_node_ids].unsqueeze(0) + self.encode_configs(
             inputs, graph_state, digits, dedup_rows=dedup_rows)
         if len(self.config_layers):
@@ -310,7 +317,8 @@ class LayoutRanker(nn.Module):
             return mean_max_pool(self.propagate(inputs, node_state, digits, dedup_rows=dedup_rows), dim=1)
         if not digits.shape[1]:  # no configurable node: every config is the same graph
             return mean_max_pool(node_state, dim=0).expand(digits.shape[0], -1)
-        return mean_max_pool(self.configurable_states(inputs, node_state, digits, dedup_rows=dedup_rows), dim=1)
+        return mean_max_pool(self.configurable_states(inputs, node_state, digits,
+                                                      dedup_rows=dedup_rows), dim=1)
 
     def score_pooled(self, pooled: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
         """The head on pooled states ``[mean, max]``: (B, 2h) -> (B,).
@@ -327,7 +335,8 @@ class LayoutRanker(nn.Module):
     def forward_encoded(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
                         dedup_rows: bool = True, context: torch.Tensor | None = None) -> torch.Tensor:
         """Score configs given ``encode_nodes``'s output: (n, h), (B, nc, 18) -> (B,)."""
-        return self.score_pooled(self.pool_configs(inputs, node_state, digits, dedup_rows=dedup_rows), context)
+        return self.score_pooled(self.pool_configs(inputs, node_state, digits,
+                                                   dedup_rows=dedup_rows), context)
 
     def forward(self, inputs: LayoutInputs, digits: torch.Tensor, *, dedup_rows: bool = True) -> torch.Tensor:
         return self.forward_encoded(inputs, self.encode_nodes(inputs), digits, dedup_rows=dedup_rows)
@@ -348,7 +357,8 @@ class TileRanker(nn.Module):
 
     task = TILE  # the task kind whose graphs it ranks
 
-    def __init__(self, *, hidden: int, layers: int, dropout: float, config_dim: int = TILE_CONFIG_DIM) -> None:
+    def __init__(self, *, hidden: int, layers: int, dropout: float,
+                 config_dim: int = TILE_CONFIG_DIM) -> None:
         super().__init__()
         self.hidden = hidden
         self.nodes = NodeEncoder(hidden)
@@ -370,7 +380,8 @@ class TileRanker(nn.Module):
             x = layer(x, edge_index)
         # Nodes are in topological order, so each kernel's last node is its output (root).
         output_node = x[ptr[1:] - 1]
-        pooled = torch.cat([segment(x, ptr, reduce="mean"), segment(x, ptr, reduce="max"), output_node], dim=-1)
+        pooled = torch.cat([segment(x, ptr, reduce="mean"), segment(x, ptr, reduce="max"),
+                            output_node], dim=-1)
         return self.graph_proj(pooled)
 
     def score(self, graph: torch.Tensor, config_feat: torch.Tensor) -> torch.Tensor:

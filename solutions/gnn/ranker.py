@@ -76,7 +76,8 @@ def seeded(seed: int):
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-    before, before_warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    before, before_warn = (torch.are_deterministic_algorithms_enabled(),
+                           torch.is_deterministic_algorithms_warn_only_enabled())
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         yield
@@ -102,11 +103,12 @@ class GNNRanker:
     does not know that pruning).
 
     With ``options.cache_dir``, layout train and valid graphs are read through the processed cache
-    (``competition.data.processed_cache``, built once per file under ``cache_dir/<collection subpath>/<split>/<stem>``
-    and reused while fresh): the configs stay memory-mapped on disk and each step reads only those it
-    samples, so fitting on 100k-config graphs does not hold their float32 tensors. The fit is the same
-    as without the cache (same examples, same digits, same sampling). ``predict`` takes the same path
-    when the runner hands it a cached graph (a ``CachedLayoutGraph``, in runs with a cache folder).
+    (``competition.data.processed_cache``, built once per file under
+    ``cache_dir/<collection subpath>/<split>/<stem>`` and reused while fresh): the configs stay memory-mapped
+    on disk and each step reads only those it samples, so fitting on 100k-config graphs does not hold their
+    float32 tensors. The fit is the same as without the cache (same examples, same digits, same sampling).
+    ``predict`` takes the same path when the runner hands it a cached graph (a ``CachedLayoutGraph``, in runs
+    with a cache folder).
 
     ``config.training="gst"`` trains layout models with Graph Segment Training (``solutions.gnn.gst``;
     its embedding tables go under ``options.cache_dir`` when set, in memory otherwise); prediction is
@@ -133,7 +135,8 @@ class GNNRanker:
 
     def __init__(self, config: GNNConfig | None = None, **params: object) -> None:
         check_names(GNNConfig, params, self.name)  # SettingError naming the closest setting
-        self.config = replace(config or GNNConfig(), **params)  # each value checked by the schema (SettingError)
+        # each value checked by the schema (SettingError)
+        self.config = replace(config or GNNConfig(), **params)
         # Without a whole config, fit starts from the collection's defaults (COLLECTION_DEFAULTS) with
         # these settings on top; a config given whole is used as it is.
         self.overrides: dict | None = dict(params) if config is None else None
@@ -164,7 +167,8 @@ class GNNRanker:
 
     # -- RankingMethod -------------------------------------------------------------------------
 
-    def fit(self, collection: Collection, train_split: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+    def fit(self, collection: Collection, train_split: SplitSource, valid: SplitSource,
+            options: FitOptions) -> None:
         if self.overrides is not None:
             self.config = GNNConfig.for_collection(collection.name, **self.overrides)
         self.collection, self.compress = collection, options.compress
@@ -183,20 +187,22 @@ class GNNRanker:
             stop_after = None
             budget = _Budget(options.time_budget_s)  # one training budget for the folds and the final run
             if plan.mode == CROSS_VALIDATION:  # the few informative valid kernels choose nothing
-                stop_after, folds, score = self._cross_validated_epoch(collection, train_examples, options, budget)
+                stop_after, folds, score = self._cross_validated_epoch(collection, train_examples,
+                                                                       options, budget)
                 self.selection.update(cv_folds=folds, cv_best_epoch=stop_after, cv_score=score)
                 valid_examples = []
             self.model = self._build(collection).to(self.device)
             self.result = train(
-                self.model, train_examples, valid_examples, self.config, seed=options.seed, device=self.device,
-                dedup_rows=options.compress, progress=options.progress and world.main,
+                self.model, train_examples, valid_examples, self.config, seed=options.seed,
+                device=self.device, dedup_rows=options.compress, progress=options.progress and world.main,
                 time_budget_s=budget.left(), description=f"gnn {collection.name}",
-                table_dir=None if options.cache_dir is None else Path(options.cache_dir), stop_after=stop_after,
+                table_dir=None if options.cache_dir is None else Path(options.cache_dir),
+                stop_after=stop_after,
             )
             self.model.load_state_dict(self.result.best_state)
 
-    def _cross_validated_epoch(self, collection: Collection, examples: list, options: FitOptions, budget: _Budget
-                               ) -> tuple[int | None, int, float | None]:
+    def _cross_validated_epoch(self, collection: Collection, examples: list, options: FitOptions,
+                               budget: _Budget) -> tuple[int | None, int, float | None]:
         """The epoch with the best mean official score over ``CV_FOLDS`` folds of the train graphs (each
         fold trained on the others, scored every ``eval_every`` epochs), the folds used, and that score.
 
@@ -209,8 +215,8 @@ class GNNRanker:
             kept = [e for e, f in zip(examples, fold, strict=True) if f != k]
             if not kept or not held:
                 continue
-            result = train(self._build(collection).to(self.device), kept, held, self.config, seed=options.seed,
-                           device=self.device, dedup_rows=options.compress, progress=False,
+            result = train(self._build(collection).to(self.device), kept, held, self.config,
+                           seed=options.seed, device=self.device, dedup_rows=options.compress, progress=False,
                            time_budget_s=budget.left(), description=f"gnn {collection.name} fold {k}")
             curves.append({h["epoch"]: h["valid"] for h in result.history if h["epoch"] > 0})
         if not curves:
@@ -226,11 +232,13 @@ class GNNRanker:
         if self.model is None:
             raise RuntimeError("GNNRanker.predict called before fit or load")
         if self.collection is not None and collection.task != self.collection.task:
-            raise ValueError(f"this model was trained on {self.collection.name}; it cannot rank {collection.name} graphs")
+            raise ValueError(f"this model was trained on {self.collection.name}; it cannot rank "
+                             f"{collection.name} graphs")
         with _torch_threads(self.config.num_threads):
             transform = self.transform
-            example = make_example("", graph, prune=transform is not None, compress=self.compress, transform=transform,
-                                   tile_geometry=self.config.tile_geometry, find_tied=self.config.tied_links)
+            example = make_example("", graph, prune=transform is not None, compress=self.compress,
+                                   transform=transform, tile_geometry=self.config.tile_geometry,
+                                   find_tied=self.config.tied_links)
             if isinstance(example, TileExample):
                 scores = predict_tile(self.model, example, device=self.device)
             else:
@@ -256,8 +264,8 @@ class GNNRanker:
             "method": self.name,
             "collection": self.collection.name,
             "prune": self.transform is not None,
-            "pruning": self.transform.name if self.transform is not None and self.collection.task.config_per_node
-            else None,
+            "pruning": self.transform.name
+            if self.transform is not None and self.collection.task.config_per_node else None,
             "compress": self.compress,
             "config": self.config.to_dict(),
             "training": None if self.result is None else {
@@ -281,11 +289,12 @@ class GNNRanker:
         path = Path(path)
         meta_path, model_path = path / META_FILE, path / MODEL_FILE
         if not meta_path.is_file() or not model_path.is_file():
-            raise FileNotFoundError(f"{path}: no saved gnn model here (expected {META_FILE} and {MODEL_FILE})")
+            raise FileNotFoundError(f"{path}: no saved gnn model here (expected {META_FILE} and "
+                                    f"{MODEL_FILE})")
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("format_version") not in READABLE_VERSIONS:
-            raise SavedModelError(f"{meta_path}: format version {meta.get('format_version')!r}; this kit reads "
-                                  f"{', '.join(map(str, READABLE_VERSIONS))}")
+            raise SavedModelError(f"{meta_path}: format version {meta.get('format_version')!r}; "
+                                  f"this kit reads {', '.join(map(str, READABLE_VERSIONS))}")
         config = dict(meta["config"])
         config["pruning"] = _saved_pruning(meta, meta_path)
         if meta["format_version"] < 4:  # whatever today's defaults, these models had no fusion choice
@@ -304,12 +313,14 @@ class GNNRanker:
 
     def summary(self) -> dict:
         """Facts for the runner's report: training outcome and pruning totals."""
-        out: dict = {"prune": self.transform is not None, "pruning_name": self.config.pruning, "compress": self.compress,
-                     "pruning": self.pruning_summary, "training": self.training_mode}
+        out: dict = {"prune": self.transform is not None, "pruning_name": self.config.pruning,
+                     "compress": self.compress, "pruning": self.pruning_summary,
+                     "training": self.training_mode}
         if self.result is not None:
             out.update(best_epoch=self.result.best_epoch, selection_score=self.result.best_score,
-                       steps=self.result.steps, train_seconds=round(self.result.seconds, 3), stopped=self.result.stopped,
-                       world_size=self.result.world_size, train_graphs_this_rank=self.result.train_graphs)
+                       steps=self.result.steps, train_seconds=round(self.result.seconds, 3),
+                       stopped=self.result.stopped, world_size=self.result.world_size,
+                       train_graphs_this_rank=self.result.train_graphs)
             if self.result.gst is not None:
                 out["gst"] = self.result.gst
         if self.selection is not None:
@@ -343,13 +354,15 @@ class GNNRanker:
               world: distributed.World | None = None) -> list[LayoutExample | TileExample]:
         world = world or distributed.World()
         cached = options.cache_dir is not None and source.collection.task.config_per_node
-        pairs = source.graphs(options.cache_dir) if not world.active else _shard(source, options.cache_dir, world)
+        pairs = (source.graphs(options.cache_dir) if not world.active
+                 else _shard(source, options.cache_dir, world))
         graphs = progress(pairs, total=len(world.shard(len(source))), unit="graph", leave=False,
                           desc=f"loading {source.collection.name} {split}{' (cached)' if cached else ''}",
                           enabled=options.progress and world.main)
         transform = self.transform
-        return [make_example(row_id, graph, prune=transform is not None, compress=options.compress, transform=transform,
-                             tile_geometry=self.config.tile_geometry, find_tied=self.config.tied_links)
+        return [make_example(row_id, graph, prune=transform is not None, compress=options.compress,
+                             transform=transform, tile_geometry=self.config.tile_geometry,
+                             find_tied=self.config.tied_links)
                 for row_id, graph in graphs]
 
 
@@ -391,7 +404,8 @@ def _selection_plan(valid_examples: list, task: Task) -> SelectionPlan:
     """``plan_selection`` over the labeled valid examples of every rank (the same plan on each)."""
     counts = [e.num_configs for e in valid_examples if e.runtime is not None]
     need = min_configs(task)
-    informative, offered = (int(v) for v in distributed.all_sum([sum(c >= need for c in counts), len(counts)]))
+    informative, offered = (int(v)
+                            for v in distributed.all_sum([sum(c >= need for c in counts), len(counts)]))
     return plan_selection([need] * informative + [0] * (offered - informative), task)
 
 
@@ -405,7 +419,8 @@ def _saved_pruning(meta: dict, meta_path: Path) -> str:
     else:
         name = meta["config"].get("pruning")
         if name is None:
-            raise SavedModelError(f"{meta_path}: no pruning recorded (config.pruning is missing); retrain the model")
+            raise SavedModelError(f"{meta_path}: no pruning recorded (config.pruning is missing); "
+                                  "retrain the model")
     try:
         parse_pruning(name)
     except PruningNameError as exc:

@@ -51,19 +51,22 @@ class GNNConfig:
     hidden: int = setting(32, "width of every node state", low=1)
     layers: int = setting(3, "message-passing layers", low=1)
     dropout: float = setting(0.0, "dropout between message-passing layers", low=0, high=1, high_open=True)
-    row_features: bool = setting(True, "layout: looked-up slot sizes and 'differs from the usual row' (model.py)")
+    row_features: bool = setting(True, "layout: looked-up slot sizes and 'differs from the usual row' "
+                                 "(model.py)")
     fusion: str = setting("intermediate", "layout: configs join before message passing (early) or after it "
                           "(intermediate; model.py)", choices=FUSIONS)
-    config_layers: int = setting(1, "layout, intermediate fusion: layers mixing linked configurable nodes' rows",
-                                 low=0)
+    config_layers: int = setting(1, "layout, intermediate fusion: layers mixing linked configurable nodes' "
+                                 "rows", low=0)
     config_attention: bool = setting(True, "layout: configs of a graph attend to each other before the head")
     tied_links: bool = setting(False, "layout, intermediate fusion: also mix tied nodes' rows with their "
                                "group's first node")
-    tile_geometry: bool = setting(True, "tile: also read the engineered tiling facts of each config (data.py)")
+    tile_geometry: bool = setting(True, "tile: also read the engineered tiling facts of each config "
+                                  "(data.py)")
     lr: float = setting(5e-3, "AdamW learning rate, cosine decay to lr / 10 over the planned steps (0: no "
                         "update, for tests)", low=0)
     weight_decay: float = setting(1e-4, "AdamW weight decay", low=0)
-    loss: str = setting("hinge", "ranking loss (train.py's docstring; docs/gnn.md says why hinge)", choices=LOSSES)
+    loss: str = setting("hinge", "ranking loss (train.py's docstring; docs/gnn.md says why hinge)",
+                        choices=LOSSES)
     margin: float = setting(0.1, "hinge margin, in score units", low=0)
     layout_epochs: int = setting(45, "passes over the training graphs", low=1)
     tile_epochs: int = setting(20, "passes over the training kernels (tile:xla)", low=1)
@@ -74,25 +77,27 @@ class GNNConfig:
     patience: int | None = setting(None, "stop after this many evaluations without improvement (none: never)",
                                    low=1)
     valid_configs: int = setting(256, "layout: configs per validation graph scored during training", low=1)
-    predict_batch_nodes: int = setting(1 << 16, "node rows (configs x nodes) per prediction pass: bounds memory",
-                                       low=1)
-    num_threads: int | None = setting(1, "torch CPU threads during fit/predict (none: torch's default)", low=1)
+    predict_batch_nodes: int = setting(1 << 16, "node rows (configs x nodes) per prediction pass: "
+                                       "bounds memory", low=1)
+    num_threads: int | None = setting(1, "torch CPU threads during fit/predict (none: torch's default)",
+                                      low=1)
     pruning: str = setting(meaning="how layout graphs are pruned (tpugraphs solve --help lists the names; "
                            "--no-prune is none)", default_factory=lambda: gnn_data.DEFAULT_PRUNING,
                            canonical=canonical_pruning, grammar="a pruning name (none, onehop, khop:K, ...)")
-    training: str = setting("full", "full, or gst: Graph Segment Training of layout graphs (needs fusion=early)",
-                            choices=TRAINING_MODES)
-    segment_size: int = setting(1000, "gst: most nodes in one segment (the GST paper's TpuGraphs setting)", low=1)
+    training: str = setting("full", "full, or gst: Graph Segment Training of layout graphs "
+                            "(needs fusion=early)", choices=TRAINING_MODES)
+    segment_size: int = setting(1000, "gst: most nodes in one segment (the GST paper's TpuGraphs setting)",
+                                low=1)
     segments_per_step: int = setting(1, "gst: segments back-propagated per step", low=1)
-    stale_dropout: float = setting(0.5, "gst: chance that a historical segment embedding is left out of a step",
-                                   low=0, high=1, high_open=True)
+    stale_dropout: float = setting(0.5, "gst: chance that a historical segment embedding is left out of "
+                                   "a step", low=0, high=1, high_open=True)
 
     def __post_init__(self) -> None:
         check_settings(self)
         if self.training == "gst" and self.fusion != "early":
-            raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the per-config message "
-                               f"passing of early fusion, and {self.fusion} fusion passes messages once per graph, "
-                               f"with nothing to segment; add fusion=early")
+            raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the "
+                               f"per-config message passing of early fusion, and {self.fusion} fusion passes "
+                               f"messages once per graph, with nothing to segment; add fusion=early")
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

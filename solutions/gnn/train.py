@@ -81,7 +81,8 @@ def pairwise_hinge_loss(scores: torch.Tensor, runtimes: torch.Tensor, groups: to
     return cost[faster].mean()
 
 
-def listmle_loss(scores: torch.Tensor, runtimes: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+def listmle_loss(scores: torch.Tensor, runtimes: torch.Tensor,
+                 groups: torch.Tensor | None = None) -> torch.Tensor:
     """ListMLE: negative log-likelihood of the true order under a Plackett-Luce model of ``-scores``.
 
     Per group, with configs sorted fastest first, ``sum_i logsumexp(-s[i:]) - (-s[i])``, averaged
@@ -131,7 +132,8 @@ def predict_layout(model: LayoutRanker, example: LayoutExample, *, device: torch
     for start in range(0, example.num_configs, chunk):
         index = torch.arange(start, min(example.num_configs, start + chunk))
         digits = example.configs.digits(index).to(device)
-        out.append(model.forward_encoded(inputs, node_state, digits, dedup_rows=dedup_rows, context=context).cpu())
+        out.append(model.forward_encoded(inputs, node_state, digits, dedup_rows=dedup_rows,
+                                         context=context).cpu())
     return torch.cat(out).double().numpy() if out else np.zeros(0)
 
 
@@ -147,7 +149,8 @@ def predict_tile(model: TileRanker, example: TileExample, *, device: torch.devic
 # Validation with the official metric
 
 
-def layout_selection_sample(example: LayoutExample, max_configs: int, rng: np.random.Generator) -> LayoutExample:
+def layout_selection_sample(example: LayoutExample, max_configs: int,
+                            rng: np.random.Generator) -> LayoutExample:
     """A copy of a labeled example holding at most ``max_configs`` of its configs (a fixed sample)."""
     if example.num_configs <= max_configs:
         return example
@@ -167,7 +170,8 @@ def score_examples(predict: Callable[[object], np.ndarray], examples: Sequence[L
     for example in examples:
         order = np.argsort(predict(example), kind="stable")
         runtime = example.runtime.numpy()
-        scores.append(task.score_graph(order, runtime, np.ones_like(runtime) if task.has_normalizers else None))
+        scores.append(task.score_graph(order, runtime,
+                                       np.ones_like(runtime) if task.has_normalizers else None))
     return float(np.mean(scores)) if scores else 0.0
 
 
@@ -241,7 +245,8 @@ def train(
     if not tile:
         valid_examples = [layout_selection_sample(e, config.valid_configs, rng) for e in valid_examples]
     valid_examples = [e for e in valid_examples if e.runtime is not None]
-    valid_examples = selection_examples(valid_examples, model.task)  # tiny tile kernels cannot choose an epoch
+    # tiny tile kernels cannot choose an epoch
+    valid_examples = selection_examples(valid_examples, model.task)
     validate = distributed.all_sum([len(valid_examples)])[0] > 0  # the same decision on every rank
 
     def predict(example):
@@ -259,7 +264,8 @@ def train(
     total_steps = epochs * steps_per_epoch
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: _cosine(step, total_steps))
-    gst = None if tile or config.training != "gst" else SegmentTraining(config.segment_size, config.hidden, table_dir)
+    gst = (None if tile or config.training != "gst"
+           else SegmentTraining(config.segment_size, config.hidden, table_dir))
     # A GST segment without configurable nodes leaves the config parameters unused in its step:
     # DistributedDataParallel must then look for unused parameters (on every rank alike).
     config_free = gst is not None and distributed.all_max([float(gst.prepare(examples))])[0] > 0
@@ -285,7 +291,8 @@ def train(
                 if tile:
                     loss = step(_tile_step, [examples[i] for i in chosen], config, rng, device)
                 elif gst is not None:
-                    loss = step(_gst_step, gst, chosen[0], examples[chosen[0]], config, rng, device, dedup_rows)
+                    loss = step(_gst_step, gst, chosen[0], examples[chosen[0]], config, rng, device,
+                                dedup_rows)
                 else:
                     loss = step(_layout_step, examples[chosen[0]], config, rng, device, dedup_rows)
                 optimizer.zero_grad(set_to_none=True)
@@ -311,7 +318,8 @@ def train(
                     result.best_state = copy.deepcopy(model.state_dict())
                 else:
                     stale += 1
-                bar.set_postfix(loss=f"{mean_loss:.4f}", valid=f"{score:.4f}", best=f"{result.best_score:.4f}")
+                bar.set_postfix(loss=f"{mean_loss:.4f}", valid=f"{score:.4f}",
+                                best=f"{result.best_score:.4f}")
                 if config.patience is not None and stale >= config.patience:
                     result.stopped = "patience"
             if result.stopped != "epochs":
@@ -329,7 +337,8 @@ def train(
 
 
 class _TrainingStep(torch.nn.Module):
-    """``step_function(model, *args)`` -> loss as the module's forward (what DistributedDataParallel wraps)."""
+    """``step_function(model, *args)`` -> loss as the module's forward (what DistributedDataParallel
+    wraps)."""
 
     def __init__(self, model: LayoutRanker | TileRanker) -> None:
         super().__init__()
@@ -376,8 +385,10 @@ def _gst_step(model: LayoutRanker, gst: SegmentTraining, key: int, example: Layo
               rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
     segments, table = gst.graph(key, example)
     index = _sample(example.num_configs, config.configs_per_graph, rng)
-    scores = gst_layout_scores(model, example, segments, table, index, segments_per_step=config.segments_per_step,
-                               stale_dropout=config.stale_dropout, rng=rng, device=device, dedup_rows=dedup_rows)
+    scores = gst_layout_scores(model, example, segments, table, index,
+                               segments_per_step=config.segments_per_step,
+                               stale_dropout=config.stale_dropout, rng=rng, device=device,
+                               dedup_rows=dedup_rows)
     return ranking_loss(config, scores, example.runtime[index].to(device))
 
 

@@ -186,7 +186,8 @@ def register_step(cls: T) -> T:
     """Class decorator: make ``cls`` a pruning step named by its ``keyword``."""
     keyword = cls.keyword
     if not keyword or not re.fullmatch(r"[a-z][a-z0-9_]*", keyword) or keyword == NO_PRUNING:
-        raise ValueError(f"{cls.__name__}.keyword must be a lower-case word other than {NO_PRUNING!r}, got {keyword!r}")
+        raise ValueError(f"{cls.__name__}.keyword must be a lower-case word other than {NO_PRUNING!r}, "
+                         f"got {keyword!r}")
     if keyword in STEPS and STEPS[keyword] is not cls:
         raise ValueError(f"pruning keyword {keyword!r} is taken by {STEPS[keyword].__name__}")
     if not cls.syntax or not cls.summary:
@@ -228,7 +229,8 @@ def parse_step(text: str) -> GraphTransform:
         raise ValueError(f"{NO_PRUNING!r} cannot be combined with other steps")
     if keyword not in STEPS:
         raise ValueError(f"unknown step {keyword!r}" if keyword else
-                         f"step {text!r} has no keyword before {ARGUMENT_SEPARATOR!r}" if text else "a step is empty")
+                         f"step {text!r} has no keyword before {ARGUMENT_SEPARATOR!r}" if text
+                         else "a step is empty")
     return STEPS[keyword].from_args(args)
 
 
@@ -262,7 +264,8 @@ def pruning_setting(transform: GraphTransform | None) -> str:
         return NO_PRUNING
     setting = transform.setting
     if setting is None:
-        raise ValueError(f"{transform!r} has no pruning name (only the transforms parse_pruning builds have one)")
+        raise ValueError(f"{transform!r} has no pruning name (only the transforms parse_pruning "
+                         "builds have one)")
     return setting
 
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from competition.data.graphs import LayoutGraph
 
-VIRTUAL_OPCODE = 0  # opcode of merged nodes: 0 is "unknown" in the released opcode table (docs/competition.md)
+# opcode of merged nodes: 0 is "unknown" in the released opcode table (docs/competition.md)
+VIRTUAL_OPCODE = 0
 AGGREGATES = ("mean", "sum")
 
 # Optional extra, detected once: scipy's C connected components; a numpy labelling otherwise.
@@ -49,7 +50,8 @@ class PruningStats:
 
     @classmethod
     def of(cls, before: LayoutGraph, after: LayoutGraph) -> PruningStats:
-        return cls(before.num_nodes, after.num_nodes, before.num_edges, after.num_edges, before.num_configurable_nodes)
+        return cls(before.num_nodes, after.num_nodes, before.num_edges, after.num_edges,
+                   before.num_configurable_nodes)
 
     @property
     def node_ratio(self) -> float:
@@ -139,7 +141,8 @@ class PruneResult:
             raise ValueError(f"unknown aggregate {aggregate!r}; expected one of {', '.join(AGGREGATES)}")
         values = np.asarray(values)
         if values.shape[:1] != self.old_to_new.shape:
-            raise ValueError(f"values has shape {values.shape}; expected ({self.old_to_new.shape[0]}, ...) per input node")
+            raise ValueError(f"values has shape {values.shape}; expected ({self.old_to_new.shape[0]}, ...) "
+                             "per input node")
         if not self.is_virtual.any():
             return values[self.new_to_old]
         return _gather_with_virtual(values, self.old_to_new, self.new_to_old, aggregate)
@@ -165,7 +168,8 @@ def neighbourhood_mask(graph: LayoutGraph, *, consumer_hops: int, producer_hops:
     seeds = configurable_mask(graph)
     consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
     reached = seeds.copy()
-    for sources, targets, hops in ((producers, consumers, consumer_hops), (consumers, producers, producer_hops)):
+    for sources, targets, hops in ((producers, consumers, consumer_hops),
+                                   (consumers, producers, producer_hops)):
         # Each direction has its own visited set: a node reached toward consumers must still be
         # expanded when the producer search reaches it.
         seen, frontier = seeds.copy(), seeds
@@ -181,11 +185,13 @@ def neighbourhood_mask(graph: LayoutGraph, *, consumer_hops: int, producer_hops:
 
 
 def check_layout_graph(graph: object) -> None:
-    """TypeError unless ``graph`` is a ``LayoutGraph``: the only kind with configurable nodes to prune toward."""
+    """TypeError unless ``graph`` is a ``LayoutGraph``: the only kind with configurable nodes to prune
+    toward."""
     task = getattr(graph, "task", None)
     if task is None or not task.config_per_node:  # configs per graph: nothing to prune toward
         raise TypeError(
-            f"pruning takes a LayoutGraph (tile graphs have no configurable nodes to prune toward), got {type(graph).__name__}"
+            "pruning takes a LayoutGraph (tile graphs have no configurable nodes to prune toward), got "
+            f"{type(graph).__name__}"
         )
 
 
@@ -244,7 +250,8 @@ def prune_to_selection(graph: LayoutGraph, keep: np.ndarray, *, keep_edges: bool
     new_to_old = np.flatnonzero(keep).astype(np.int64)
     old_to_new = np.full(graph.num_nodes, -1, dtype=np.int64)
     old_to_new[new_to_old] = np.arange(new_to_old.shape[0])
-    edges = _remap_edges(graph.edge_index, old_to_new, new_to_old.shape[0]) if keep_edges else np.zeros((0, 2), np.int64)
+    edges = _remap_edges(graph.edge_index, old_to_new,
+                         new_to_old.shape[0]) if keep_edges else np.zeros((0, 2), np.int64)
     return _assemble(
         graph,
         positions=new_to_old,
@@ -273,7 +280,8 @@ def merge_dropped_runs(
     dropped_index = np.cumsum(~keep) - 1  # position among dropped nodes
     edges = graph.edge_index
     inside = ~keep[edges[:, 0]] & ~keep[edges[:, 1]]
-    labels = connected_components(dropped_ids.shape[0], dropped_index[edges[inside, 0]], dropped_index[edges[inside, 1]])
+    labels = connected_components(dropped_ids.shape[0], dropped_index[edges[inside, 0]],
+                                  dropped_index[edges[inside, 1]])
     _, first_member, run_of_dropped = np.unique(labels, return_index=True, return_inverse=True)
     order = np.argsort(first_member, kind="stable")  # run ids by first member (dropped_ids ascend)
     rank = np.empty_like(order)
@@ -322,7 +330,8 @@ def merge_dropped_runs(
     )
 
 
-def _gather_with_virtual(values: np.ndarray, old_to_new: np.ndarray, new_to_old: np.ndarray, aggregate: str) -> np.ndarray:
+def _gather_with_virtual(values: np.ndarray, old_to_new: np.ndarray, new_to_old: np.ndarray,
+                         aggregate: str) -> np.ndarray:
     """Rows of kept nodes copied; rows of virtual nodes aggregated over their members (float64)."""
     if aggregate not in AGGREGATES:
         raise ValueError(f"unknown aggregate {aggregate!r}; expected one of {', '.join(AGGREGATES)}")
@@ -342,7 +351,8 @@ def _gather_with_virtual(values: np.ndarray, old_to_new: np.ndarray, new_to_old:
     return out
 
 
-def connected_components(num_nodes: int, a: np.ndarray, b: np.ndarray, *, use_scipy: bool | None = None) -> np.ndarray:
+def connected_components(num_nodes: int, a: np.ndarray, b: np.ndarray, *,
+                         use_scipy: bool | None = None) -> np.ndarray:
     """Connected-component labels of an undirected graph given as edge ends ``a[i] -- b[i]``.
 
     Returns (num_nodes,) int64 labels; two nodes share a label exactly when they are connected.

@@ -238,7 +238,8 @@ class MergeDroppedRuns(GraphTransform):
             raise ValueError(f"opcode must fit node_opcode's uint8 (0..255), got {opcode!r}")
         self.selection = selection if selection is not None else ConfigurableOnly()
         if not isinstance(self.selection, NodeSelection):
-            raise TypeError(f"selection must be a node selection (ConfigurableOnly, OneHop, ...), got {selection!r}")
+            raise TypeError("selection must be a node selection (ConfigurableOnly, OneHop, ...), got "
+                            f"{selection!r}")
         self.aggregate, self.opcode = aggregate, int(opcode)
 
     @property
@@ -264,7 +265,8 @@ class MergeDroppedRuns(GraphTransform):
 
     def prune(self, graph: LayoutGraph) -> PruneResult:
         check_layout_graph(graph)
-        return merge_dropped_runs(graph, self.selection.select(graph), aggregate=self.aggregate, opcode=self.opcode)
+        return merge_dropped_runs(graph, self.selection.select(graph), aggregate=self.aggregate,
+                                  opcode=self.opcode)
 
 
 def _selection_names() -> list[str]:

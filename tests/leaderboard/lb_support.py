@@ -115,7 +115,8 @@ def build_tiny_competition(root: Path, seed: int = 7) -> TinyCompetition:
         for n_configs in counts:
             stem = rng.bytes(16).hex()
             row_id = collection.row_id(stem)
-            graph = _tile_graph(rng, n_configs) if collection.task.name == "tile" else _layout_graph(rng, n_configs)
+            graph = (_tile_graph(rng, n_configs) if collection.task.name == "tile"
+                     else _layout_graph(rng, n_configs))
             save_graph(graph, split_dir(data_dir, collection, "test") / f"{stem}.npz")
             # 7-digit runtimes: distinctive strings for the leak test.
             runtimes[row_id] = rng.integers(1_000_000, 9_999_999, n_configs)
@@ -185,8 +186,8 @@ class LiveServer:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
+                                                    log_level="warning", lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> LiveServer:

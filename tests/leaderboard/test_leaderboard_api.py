@@ -114,7 +114,8 @@ def test_public_board_ranks_best_score_and_breaks_ties_by_time(client, team, oth
     assert upload(client, team, perfect).status_code == 201  # same score, later: Beta stays first
     board = client.get("/api/leaderboard").json()
     assert board["board"] == "public"
-    assert [(e["rank"], e["team"], e["entries"]) for e in board["entries"]] == [(1, "Beta", 1), (2, "Alpha", 2)]
+    assert [(e["rank"], e["team"], e["entries"]) for e in board["entries"]] == [(1, "Beta", 1),
+                                                                                (2, "Alpha", 2)]
     assert board["entries"][0]["score"] == board["entries"][1]["score"] == 1.0
 
 
@@ -153,7 +154,8 @@ def test_selection_rules(client, team, other_team, tiny):
     assert not_scored.status_code == 409 and "invalid" in not_scored.json()["detail"]
     foreign = client.post(f"/api/submissions/{ids[0]}/select", headers=bearer(other_team))
     assert foreign.status_code == 404
-    selected = [s["id"] for s in client.get("/api/submissions/mine", headers=bearer(team)).json()["submissions"]
+    selected = [s["id"]
+                for s in client.get("/api/submissions/mine", headers=bearer(team)).json()["submissions"]
                 if s["selected"]]
     assert sorted(selected) == sorted([ids[1], ids[2]])
 
@@ -172,7 +174,8 @@ def test_streamed_upload_over_the_cap_is_refused_before_the_end(client, team):
             yield b"0" * 65536
         yield b"\r\n--b--\r\n"
 
-    answer = client.post("/api/submissions", headers={**bearer(team), "Content-Type": "multipart/form-data; boundary=b"},
+    answer = client.post("/api/submissions",
+                         headers={**bearer(team), "Content-Type": "multipart/form-data; boundary=b"},
                          content=body())
     assert answer.status_code == 413
 
@@ -185,7 +188,8 @@ def test_live_server_answers_413_before_a_chunked_body_ends(leaderboard, setting
 
     from leaderboard.app import create_app
 
-    with LiveServer(create_app(settings)) as server, socket.create_connection(("127.0.0.1", server.port)) as sock:
+    with (LiveServer(create_app(settings)) as server,
+          socket.create_connection(("127.0.0.1", server.port)) as sock):
         sock.sendall(
             b"POST /api/submissions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
             b"Authorization: Bearer " + team.encode() + b"\r\n"
@@ -297,7 +301,8 @@ def test_stuck_submission_is_marked_failed_at_startup(leaderboard, settings, tea
     with leaderboard.db.writer() as session:
         for minutes_ago in (30, 0):  # a dead one, and one another live process is scoring right now
             session.add(Submission(team_id=me.id, created_at=utcnow() - timedelta(minutes=minutes_ago),
-                                   file_name="s.csv", size_bytes=1, sha256="0" * 64, content=b"", status=RECEIVED))
+                                   file_name="s.csv", size_bytes=1, sha256="0" * 64, content=b"",
+                                   status=RECEIVED))
     with TestClient(create_app(settings)) as client:
         subs = client.get("/api/submissions/mine", headers=bearer(team)).json()["submissions"]
     assert [s["status"] for s in subs] == [RECEIVED, FAILED]  # newest first

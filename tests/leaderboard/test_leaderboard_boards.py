@@ -77,7 +77,8 @@ def test_private_board_uses_selected_else_best_public():
         (2, 0.5, 0.6, 5, SCORED, False),
     ]
     board = private_board(_database(3, submissions), max_selected=2)
-    assert [(e.team, e.score, e.entries) for e in board] == [("team0", 0.8, 2), ("team1", 0.6, 3), ("team2", 0.6, 1)]
+    assert [(e.team, e.score, e.entries) for e in board] == [("team0", 0.8, 2), ("team1", 0.6, 3),
+                                                             ("team2", 0.6, 1)]
     assert [e.submission_id for e in board] == [2, 4, 6]
 
 

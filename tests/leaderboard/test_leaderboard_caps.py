@@ -77,7 +77,8 @@ def _burst_of_invalid_uploads(db_url: str, tiny, size_of: Callable[[], int]) -> 
         growth_running = size_of() - before
     codes = sorted(a.status_code for a in answers)
     refused = [a for a in answers if a.status_code == 429]
-    assert all(int(a.headers["Retry-After"]) > 0 and "nothing was stored" in a.json()["detail"] for a in refused)
+    assert all(int(a.headers["Retry-After"]) > 0 and "nothing was stored" in a.json()["detail"]
+               for a in refused)
     with leaderboard.db.reader() as session:
         statuses = [s.status for s in session.query(Submission)]
     assert statuses == [INVALID] * CAP

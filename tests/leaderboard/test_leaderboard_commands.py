@@ -30,9 +30,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def initialised(sqlite_url, tiny, capsys) -> str:
-    code, out, err = run(capsys, "leaderboard", "init", "--db", sqlite_url, "--solution", str(tiny.solution_path),
-                         "--data", str(tiny.data_dir), "--name", "Practice", "--daily-limit", "4",
-                         "--deadline", "2099-01-01T12:00+02:00")
+    code, out, err = run(capsys, "leaderboard", "init", "--db", sqlite_url, "--solution",
+                         str(tiny.solution_path), "--data", str(tiny.data_dir), "--name", "Practice",
+                         "--daily-limit", "4", "--deadline", "2099-01-01T12:00+02:00")
     assert code == 0, err
     return sqlite_url
 
@@ -45,8 +45,8 @@ def test_init_stores_the_competition(initialised, tiny):
 
 
 def test_init_refuses_a_second_time(initialised, tiny, capsys):
-    code, _, err = run(capsys, "leaderboard", "init", "--db", initialised, "--solution", str(tiny.solution_path),
-                       "--data", str(tiny.data_dir))
+    code, _, err = run(capsys, "leaderboard", "init", "--db", initialised, "--solution",
+                       str(tiny.solution_path), "--data", str(tiny.data_dir))
     assert code == 1 and "already holds a competition" in err
 
 
@@ -191,7 +191,8 @@ def test_codabench_program_scores_with_the_kits_scorer(tmp_path, tiny, capsys):
     program = tmp_path / "program"
     code, out, _ = run(capsys, "leaderboard", "export-codabench", "--out", str(program))
     assert code == 0 and "zip" in out
-    assert "command: python3 /app/program/score.py /app/input /app/output" in (program / "metadata.yaml").read_text()
+    assert ("command: python3 /app/program/score.py /app/input /app/output"
+            in (program / "metadata.yaml").read_text())
 
     submission = tiny.submission(4)
     input_dir = _codabench_input(tmp_path / "ok", tiny.solution_csv, submission)
@@ -212,7 +213,8 @@ def test_codabench_program_writes_nothing_on_failure(tmp_path, tiny, capsys):
     invalid = _codabench_input(tmp_path / "invalid", tiny.solution_csv, tiny.invalid_submission())
     done = _run_program(program, invalid, tmp_path / "invalid" / "output")
     assert done.returncode == 1 and "INVALID submission" in done.stderr
-    assert not (tmp_path / "invalid" / "output").exists() or not any((tmp_path / "invalid" / "output").iterdir())
+    assert (not (tmp_path / "invalid" / "output").exists()
+            or not any((tmp_path / "invalid" / "output").iterdir()))
 
     broken_solution = _codabench_input(tmp_path / "host", b"not,a,solution\n", tiny.submission())
     done = _run_program(program, broken_solution, tmp_path / "host" / "output")
@@ -289,7 +291,8 @@ def test_help_texts(capsys):
         main(["leaderboard", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for action in ("init", "add-team", "reset-token", "serve", "rescore", "reveal", "disqualify", "export", "export-codabench"):
+    for action in ("init", "add-team", "reset-token", "serve", "rescore", "reveal", "disqualify", "export",
+                   "export-codabench"):
         assert action in out
     assert main(["leaderboard"]) == 2
 
@@ -301,7 +304,8 @@ def test_five_commands_on_the_synthetic_competition(tiny_competition, tmp_path, 
 
     public, solution = tiny_competition / "public", tiny_competition / "private" / "solution.csv"
     url = f"sqlite:///{tmp_path / 'lb.db'}"
-    assert run(capsys, "leaderboard", "init", "--db", url, "--solution", str(solution), "--data", str(public))[0] == 0
+    assert run(capsys, "leaderboard", "init", "--db", url, "--solution", str(solution), "--data",
+               str(public))[0] == 0
     token = run(capsys, "leaderboard", "add-team", "--db", url, "Team A")[1].strip().splitlines()[-1]
     sample = public / "sample_submission.csv"
     with LiveServer(create_app(Settings(db_url=url))) as server:
@@ -312,10 +316,12 @@ def test_five_commands_on_the_synthetic_competition(tiny_competition, tmp_path, 
 
 
 def test_init_accepts_a_competition_of_some_collections(tmp_path, tiny, capsys):
-    # A partial competition (e.g. `tpugraphs prepare --collection tile:xla`): the solution's collections count.
+    # A partial competition (e.g. `tpugraphs prepare --collection tile:xla`): the solution's collections
+    # count.
     lines = tiny.solution_path.read_text().splitlines()
     tile_only = tmp_path / "solution.csv"
-    tile_only.write_text("\n".join([lines[0], *(line for line in lines[1:] if line.startswith("tile:xla:"))]) + "\n")
+    tile_only.write_text("\n".join([lines[0],
+                                    *(line for line in lines[1:] if line.startswith("tile:xla:"))]) + "\n")
     code, _, err = run(capsys, "leaderboard", "init", "--db", f"sqlite:///{tmp_path / 'x.db'}", "--solution",
                        str(tile_only), "--data", str(tiny.data_dir))
     assert code == 0, err
@@ -331,7 +337,8 @@ def test_submit_without_a_destination_names_both(tmp_path, capsys):
 
 def test_init_warns_about_a_deadline_in_the_past(tmp_path, tiny, capsys):
     code, _, err = run(capsys, "leaderboard", "init", "--db", f"sqlite:///{tmp_path / 'x.db'}", "--solution",
-                       str(tiny.solution_path), "--data", str(tiny.data_dir), "--deadline", "2020-01-01T00:00Z")
+                       str(tiny.solution_path), "--data", str(tiny.data_dir), "--deadline",
+                       "2020-01-01T00:00Z")
     assert code == 0 and "warning: the deadline 2020-01-01T00:00Z is in the past" in err
 
 

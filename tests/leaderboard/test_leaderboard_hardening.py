@@ -39,7 +39,8 @@ def test_a_longer_description_is_refused_naming_the_limit(client, leaderboard, t
     answer = client.post("/api/submissions", headers=bearer(token), data={"description": "d" * length},
                          files={"file": ("s.csv", tiny.submission(1), "text/csv")})
     assert answer.status_code == 422
-    assert answer.json()["detail"].startswith(f"The description has {length} characters; at most {MAX_DESCRIPTION}")
+    assert answer.json()["detail"].startswith(f"The description has {length} characters; at most "
+                                              f"{MAX_DESCRIPTION}")
     assert answer.json()["max_description_chars"] == MAX_DESCRIPTION
     page = form_post(client, "/submit", data={"token": token, "description": "d" * length},
                      files={"file": ("s.csv", tiny.submission(1), "text/csv")})

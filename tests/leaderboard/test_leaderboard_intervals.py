@@ -89,10 +89,12 @@ def test_api_shows_intervals_after_the_reveal_computed_once(db_url, tiny, monkey
     contents = _play(leaderboard, tiny)
     calls = []
     real = intervals_module.private_interval
-    monkeypatch.setattr(intervals_module, "private_interval", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(intervals_module, "private_interval",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(Settings(db_url=db_url, board_cache_s=0.0)), raise_server_exceptions=False) as client:
+    with TestClient(create_app(Settings(db_url=db_url, board_cache_s=0.0)),
+                    raise_server_exceptions=False) as client:
         assert client.get("/api/leaderboard", params={"board": "private"}).status_code == 403
         public = client.get("/api/leaderboard").json()
         assert "interval" not in public and not any("ci_low" in e for e in public["entries"])
@@ -133,7 +135,8 @@ def test_option_off_shows_no_interval_and_computes_nothing(client, leaderboard, 
     leaderboard.reveal()
     body = client.get("/api/leaderboard", params={"board": "private"}).json()
     assert "interval" not in body and "ci_low" not in body["entries"][0]
-    assert 'class="ci"' not in client.get("/?board=private").text and "interval" not in client.get("/rules").text
+    assert ('class="ci"' not in client.get("/?board=private").text
+            and "interval" not in client.get("/rules").text)
     assert calls == []
 
 
@@ -245,12 +248,14 @@ def test_private_board_and_team_page_show_the_intervals(browser, revealed_cup, t
     for i, entry in enumerate(board):
         expected = _expected(tiny, contents[entry.submission_id])
         score_cell = rows.nth(i).locator("td.score")
-        assert score_cell.locator(":scope > span.ci").inner_text() == f"[{expected['ci_low']:.4f}, {expected['ci_high']:.4f}]"
+        assert (score_cell.locator(":scope > span.ci").inner_text()
+                == f"[{expected['ci_low']:.4f}, {expected['ci_high']:.4f}]")
         score_cell.locator("summary").click()
         names = score_cell.locator("table.collections tr td:first-child").all_inner_texts()
         assert names == list(expected["collections"])
         shown = score_cell.locator("table.collections span.ci").all_inner_texts()
-        assert shown == [f"[{ci['ci_low']:.4f}, {ci['ci_high']:.4f}]" for ci in expected["collections"].values()]
+        assert shown == [f"[{ci['ci_low']:.4f}, {ci['ci_high']:.4f}]"
+                         for ci in expected["collections"].values()]
         values = score_cell.locator("table.collections td.num").all_inner_texts()
         assert [v.split()[0] for v in values] == [f"{entry.collections[n]:.4f}" for n in names]
     top = board[0]

@@ -59,7 +59,8 @@ def test_submit_with_a_description_from_the_command_line(leaderboard, settings, 
     sub = tmp_path / "s.csv"
     sub.write_bytes(tiny.submission(2))
     with LiveServer(create_app(settings)) as server:
-        code = main(["submit", str(sub), "--server", server.url, "--token", token, "-m", "lightgbm, 500 trees"])
+        code = main(["submit", str(sub), "--server", server.url, "--token", token, "-m",
+                     "lightgbm, 500 trees"])
     out = capsys.readouterr().out
     assert code == 0 and "Description: lightgbm, 500 trees" in out
     assert leaderboard.submissions_of(1, private_visible=False)[0]["description"] == "lightgbm, 500 trees"
@@ -104,7 +105,8 @@ def test_final_submissions_are_shown_before_the_deadline(client, leaderboard, ti
 @pytest.fixture
 def cup(sqlite_url, tiny):
     """Three teams with scored submissions; Alpha has many (pages of history)."""
-    leaderboard = init_competition(sqlite_url, tiny, daily_limit=40, name="Kaggle-like cup", deadline=DEADLINE)
+    leaderboard = init_competition(sqlite_url, tiny, daily_limit=40, name="Kaggle-like cup",
+                                   deadline=DEADLINE)
     scorer = Scorer(load_solution(tiny.solution_csv))
     tokens = {}
     for name in ("Alpha", "Beta", "A team with a rather long name that goes on and on"):
@@ -159,7 +161,8 @@ def test_history_description_collections_download_and_pages(browser, cup, tiny, 
 
     assert "Page 1 of 2 (24 submissions)" in page.inner_text("#pages")
     page.click("#pages a[rel=next]")
-    older = [int(t) for t in page.locator("#history > tbody > tr[id^=sub-] > td:first-child").all_inner_texts()]
+    older = [int(t)
+             for t in page.locator("#history > tbody > tr[id^=sub-] > td:first-child").all_inner_texts()]
     assert len(older) == 4 and max(older) < min(ids)
     page.close()
 
@@ -233,7 +236,8 @@ def test_after_the_reveal_public_and_private_rank_side_by_side(browser, cup):
     assert page.locator("#private-collections tbody tr").count() == len(private[0].collections)
     _sign_in(page, url, tokens["Alpha"])
     assert page.locator("#history td.private summary").count() > 0
-    assert "closed by the host" in page.inner_text("#closed") and page.locator("nav a[href='/submit']").count() == 0
+    assert ("closed by the host" in page.inner_text("#closed")
+            and page.locator("nav a[href='/submit']").count() == 0)
     page.close()
 
 
@@ -246,7 +250,8 @@ def test_no_horizontal_overflow_at_390px(browser, cup, revealed):
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     _sign_in(page, url, tokens["A team with a rather long name that goes on and on"])
-    paths = ["/", "/submit", "/mine", "/rules", "/docs", "/teams/1", "/teams/3", "/no-such-page", "/mine?page=2"]
+    paths = ["/", "/submit", "/mine", "/rules", "/docs", "/teams/1", "/teams/3", "/no-such-page",
+             "/mine?page=2"]
     paths += ["/?board=private"] if revealed else []
     for path in paths:
         page.goto(url + path)

@@ -28,8 +28,8 @@ def _private_scores_on(html: str) -> list[str]:
 def scored_team(leaderboard, tiny):
     team, _ = leaderboard.add_team("Alpha")
     scorer = Scorer(leaderboard.load_solution())
-    ids = [leaderboard.submit(team, tiny.submission(seed, noise=0.2 * (seed + 1)), f"s{seed}.csv", scorer.score,
-                              scorer_version=scorer.version)["id"] for seed in range(3)]
+    ids = [leaderboard.submit(team, tiny.submission(seed, noise=0.2 * (seed + 1)), f"s{seed}.csv",
+                              scorer.score, scorer_version=scorer.version)["id"] for seed in range(3)]
     scorer.close()
     return team, ids
 
@@ -66,6 +66,7 @@ def test_full_disclosure_shows_every_private_score(leaderboard, settings, scored
     leaderboard.reveal()
     with leaderboard.db.reader() as session:
         private = {s.id: s.private_score for s in session.query(Submission)}
-    with TestClient(create_app(replace(settings, full_disclosure=True)), raise_server_exceptions=False) as client:
+    with TestClient(create_app(replace(settings, full_disclosure=True)),
+                    raise_server_exceptions=False) as client:
         shown = _private_scores_on(client.get(f"/teams/{team.id}").text)
     assert shown == [f"{private[i]:.4f}" for i in sorted(ids, reverse=True)]

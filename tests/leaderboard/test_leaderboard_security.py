@@ -52,13 +52,15 @@ def test_uncounted_uploads_have_a_daily_cap_answered_429(leaderboard, settings, 
         refused = upload(client, token, tiny.submission(1))  # even a valid file: the cap is reached
         assert refused.status_code == 429
         body = refused.json()
-        assert "Too many uploads that did not count today" in body["detail"] and "tpugraphs validate" in body["detail"]
+        assert ("Too many uploads that did not count today" in body["detail"]
+                and "tpugraphs validate" in body["detail"])
         assert body["uncounted_today"] == 2 and body["max_uncounted_per_day"] == 2
         assert 0 < int(refused.headers["Retry-After"]) <= 24 * 3600
         assert len(_rows(leaderboard)) == 2  # the refused upload was neither stored nor scored
         with leaderboard.db.reader() as session:
             assert session.query(DailyQuota).count() == 0  # and nothing counted toward the daily limit
-        page = form_post(client, "/submit", data={"token": token}, files={"file": ("s.csv", tiny.submission(2))})
+        page = form_post(client, "/submit", data={"token": token},
+                         files={"file": ("s.csv", tiny.submission(2))})
         assert page.status_code == 429 and "Too many uploads that did not count" in page.text
         rules = client.get("/rules").text
         assert "At most 2 uploads per team per UTC day may end invalid" in rules
@@ -71,8 +73,8 @@ def test_uncounted_cap_is_per_utc_day(leaderboard, tiny):
     scorer = Scorer(leaderboard.load_solution())
     day1 = utcnow().replace(hour=23, minute=58)
     with pytest.raises(Exception, match="line 1"):
-        leaderboard.submit(team, tiny.invalid_submission(), "b.csv", scorer.score, scorer_version="v", now=day1,
-                           max_uncounted_per_day=1)
+        leaderboard.submit(team, tiny.invalid_submission(), "b.csv", scorer.score, scorer_version="v",
+                           now=day1, max_uncounted_per_day=1)
     with pytest.raises(Exception, match="Too many uploads"):
         leaderboard.submit(team, tiny.submission(1), "s.csv", scorer.score, scorer_version="v", now=day1,
                            max_uncounted_per_day=1)
@@ -142,7 +144,8 @@ def test_form_without_the_csrf_token_is_refused(client, teams, tiny):
 
 def test_same_origin_referer_is_enough_when_origin_is_missing(client, teams):
     data, _ = form_fields(client, {"token": teams[0]})
-    answer = client.post("/mine", data=data, headers={"Referer": "http://testserver/mine"}, follow_redirects=False)
+    answer = client.post("/mine", data=data, headers={"Referer": "http://testserver/mine"},
+                         follow_redirects=False)
     assert answer.status_code == 303
 
 
@@ -163,9 +166,11 @@ def test_selection_change_from_a_sibling_subdomain_is_refused(client, leaderboar
 def test_public_url_setting_names_the_accepted_origin(leaderboard, settings, teams):
     with _app(settings, public_url="https://lb.example.org") as client:
         data, _ = form_fields(client, {"token": teams[0]})
-        here = client.post("/mine", data=data, headers={"Origin": "http://testserver"}, follow_redirects=False)
+        here = client.post("/mine", data=data, headers={"Origin": "http://testserver"},
+                           follow_redirects=False)
         assert here.status_code == 403  # the Host is not the public address
-        ok = client.post("/mine", data=data, headers={"Origin": "https://lb.example.org"}, follow_redirects=False)
+        ok = client.post("/mine", data=data, headers={"Origin": "https://lb.example.org"},
+                         follow_redirects=False)
         assert ok.status_code == 303
 
 
@@ -175,7 +180,8 @@ def test_token_login_never_switches_teams_without_asking(client, teams):
     ask = form_post(client, "/mine", data={"token": beta})
     assert ask.status_code == 200 and "Switch team?" in ask.text
     assert 'id="current-team">Alpha<' in ask.text and 'id="new-team">Beta<' in ask.text
-    assert "Signed in as" in client.get("/mine").text and ">Alpha<" in client.get("/mine").text  # not switched
+    # not switched
+    assert "Signed in as" in client.get("/mine").text and ">Alpha<" in client.get("/mine").text
     done = form_post(client, "/mine/switch", data={"token": beta}, follow_redirects=False)
     assert done.status_code == 303
     assert 'id="signed-in-team" class="team">Beta<' in client.get("/").text
@@ -303,7 +309,8 @@ def test_api_docs_are_served_without_other_sites(client):
     text = docs.text.replace("<wbr>", "")  # paths may wrap after a slash
     assert docs.status_code == 200 and "/api/submissions" in text and "/openapi.json" in text
     scripts = re.findall(r"<script[^>]*>", docs.text)
-    assert scripts == ['<script src="/static/local-time.js" defer>', '<script src="/static/browser-key.js" defer>']
+    assert scripts == ['<script src="/static/local-time.js" defer>',
+                       '<script src="/static/browser-key.js" defer>']
     assert "cdn" not in docs.text.lower()
     assert "default-src 'self'" in docs.headers["content-security-policy"]
     assert client.get("/redoc").status_code == 404
@@ -315,7 +322,8 @@ def test_api_docs_are_served_without_other_sites(client):
 
 
 def _is_site_page(answer) -> bool:
-    return (answer.headers["content-type"].startswith("text/html") and 'href="/static/style.css"' in answer.text
+    return (answer.headers["content-type"].startswith("text/html")
+            and 'href="/static/style.css"' in answer.text
             and '<a href="/mine">My submissions</a>' in answer.text)
 
 
@@ -360,8 +368,8 @@ def test_received_rows_are_explained(client, leaderboard):
     token = leaderboard.add_team("Alpha")[1]
     team = leaderboard.authenticate(token)
     with leaderboard.db.writer() as session:
-        session.add(Submission(team_id=team.id, created_at=utcnow(), file_name="s.csv", size_bytes=1, sha256="0" * 64,
-                               content=b"", status="received"))
+        session.add(Submission(team_id=team.id, created_at=utcnow(), file_name="s.csv", size_bytes=1,
+                               sha256="0" * 64, content=b"", status="received"))
     form_post(client, "/mine", data={"token": token})
     page = client.get("/mine").text
     assert "Not scored yet" in page and "does not count toward your daily limit" in page
@@ -413,4 +421,5 @@ def test_submit_status_lists_the_teams_submissions(leaderboard, settings, tiny, 
         sub.write_bytes(tiny.submission(1))
         assert run(capsys, "submit", str(sub), "--server", server.url, "--token", token)[0] == 0
         code, out, _ = run(capsys, "submit", "--status", "--server", server.url, "--token", token)
-    assert code == 0 and "Team Alpha: 2 of 3 submissions left today" in out and "scored" in out and "s.csv" in out
+    assert (code == 0 and "Team Alpha: 2 of 3 submissions left today" in out and "scored" in out
+            and "s.csv" in out)

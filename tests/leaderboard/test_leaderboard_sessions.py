@@ -78,7 +78,8 @@ def test_a_session_made_in_another_browser_uploads_nothing_until_confirmed(clien
     victim = {"file": ("mine.csv", tiny.submission(1), "text/csv")}
     refused = form_post(client, "/submit", data={sessions.BROWSER_KEY_FIELD: VICTIM_KEY}, files=victim)
     assert refused.status_code == 409
-    assert "Nothing was uploaded" in refused.text and "Team C" in refused.text and 'id="confirm-team"' in refused.text
+    assert ("Nothing was uploaded" in refused.text and "Team C" in refused.text
+            and 'id="confirm-team"' in refused.text)
     select = form_post(client, "/mine/1/select", data={sessions.BROWSER_KEY_FIELD: VICTIM_KEY})
     assert select.status_code == 409
     assert _submissions_of(leaderboard, attacker.id) == 0
@@ -100,7 +101,8 @@ def test_over_https_the_cookie_is_host_prefixed_and_a_plain_one_is_ignored(leade
     with TestClient(app, base_url="https://lb.test", raise_server_exceptions=False) as client:
         answer = form_post(client, "/mine", data={"token": token}, follow_redirects=False)
         cookie = answer.headers["set-cookie"]
-        assert cookie.startswith(sessions.SECURE_SESSION_COOKIE + "=") and "Secure" in cookie and "Domain" not in cookie
+        assert (cookie.startswith(sessions.SECURE_SESSION_COOKIE + "=") and "Secure" in cookie
+                and "Domain" not in cookie)
         assert "Signed in as" in client.get("/mine").text
         value = client.cookies[sessions.SECURE_SESSION_COOKIE]
         client.cookies.clear()

@@ -23,8 +23,8 @@ from leaderboard.intervals import private_interval
 from leaderboard.models import SCORED, Submission
 from leaderboard.service import clean_file_name
 
-PAGES = ["/", "/?board=private", "/rules", "/submit", "/mine", "/docs", "/openapi.json", "/health", "/teams/1", "/teams/2",
-         "/static/style.css", "/no-such-page", "/api/no-such-thing"]
+PAGES = ["/", "/?board=private", "/rules", "/submit", "/mine", "/docs", "/openapi.json", "/health",
+         "/teams/1", "/teams/2", "/static/style.css", "/no-such-page", "/api/no-such-thing"]
 
 
 def _formats(value: float) -> set[str]:
@@ -52,9 +52,12 @@ class Recorder:
 def _session(call: Recorder, tiny, alpha: str, beta: str) -> None:
     # Seeds picked so that no submission's private score equals any public figure (checked below).
     for seed in (100, 101, 102):
-        call("POST", "/api/submissions", headers=bearer(alpha), files={"file": ("a.csv", tiny.submission(seed))})
-    call("POST", "/api/submissions", headers=bearer(alpha), files={"file": ("over.csv", tiny.submission(103))})
-    call("POST", "/api/submissions", headers=bearer(beta), files={"file": ("bad.csv", tiny.invalid_submission())})
+        call("POST", "/api/submissions", headers=bearer(alpha),
+             files={"file": ("a.csv", tiny.submission(seed))})
+    call("POST", "/api/submissions", headers=bearer(alpha),
+         files={"file": ("over.csv", tiny.submission(103))})
+    call("POST", "/api/submissions", headers=bearer(beta),
+         files={"file": ("bad.csv", tiny.invalid_submission())})
     call("POST", "/api/submissions", headers=bearer(beta), files={"file": ("b.csv", tiny.submission(104))})
     call("GET", "/api/leaderboard")
     call("GET", "/api/leaderboard?board=private")
@@ -89,7 +92,8 @@ def _interval_values(leaderboard, tiny) -> dict[int, set[str]]:
     with leaderboard.db.reader() as session:
         for sub in session.query(Submission).filter_by(status=SCORED):
             ci = private_interval(zlib.decompress(sub.content), solution)
-            bounds = [ci["low"], ci["high"]] + [v for c in ci["collections"].values() for v in (c["low"], c["high"])]
+            bounds = [ci["low"], ci["high"]] + [v for c in ci["collections"].values()
+                                                for v in (c["low"], c["high"])]
             found[sub.id] = set().union(*(_formats(v) for v in bounds))
     return found
 
@@ -145,7 +149,8 @@ def test_participant_text_is_escaped_in_pages(client, leaderboard, tiny):
     evil = '<script>alert("team")</script>'
     token = leaderboard.add_team(evil)[1]
     file_name = '<img src=x onerror=alert(1)>.csv'
-    page = form_post(client, "/submit", data={"token": token}, files={"file": (file_name, tiny.submission(1))})
+    page = form_post(client, "/submit", data={"token": token},
+                     files={"file": (file_name, tiny.submission(1))})
     assert page.status_code == 200
     assert "&lt;img src=x onerror=alert(1)&gt;.csv" in page.text and "<img src=x" not in page.text
     assert "&lt;script&gt;" in page.text and evil not in page.text
