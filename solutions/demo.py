@@ -117,7 +117,7 @@ def real_data_line(model_dirs: dict[str, Path]) -> str:
             "measured configs of a real 3D U-Net (shipped with the kit; runtimes within 1.6 % of each "
             "other), Kendall tau with "
             f"its 95 % interval over those configs:\n   " + "; ".join(cells) + "\n"
-            "   One graph is weak evidence, and the embedded competition does not yet teach what "
+            "   One graph is weak evidence, and the embedded competition teaches only part of what "
             "real runtimes teach: 'make bench-real' ranks every real graph at hand (BENCHMARKS.md, "
             "\"Real data\").")
 
