@@ -28,8 +28,7 @@ import numpy as np
 
 from competition.collections import Collection
 from competition.data.graphs import Graph
-from solutions.dedup import deduplicate_configs
-from solutions.features.engineered import FeatureSettings, config_features, feature_names
+from solutions.features.engineered import FeatureSettings, feature_names
 from solutions.gbdt.boosting import (
     best_round,
     has_splittable_feature,
@@ -41,7 +40,7 @@ from solutions.gbdt.boosting import (
 )
 from solutions.gbdt.queries import (
     Queries,
-    config_keys,
+    distinct_config_features,
     training_queries,
     validation_queries,
 )
@@ -222,8 +221,7 @@ class GBDTRanker:
             raise ValueError(f"this model was trained on {self.collection_name}, not {collection.name}")
         if graph.num_configs == 0:
             return np.zeros(0)
-        dedup = deduplicate_configs(config_keys(graph))
-        features = config_features(graph, self.features, configs=dedup.unique_index)
+        dedup, features = distinct_config_features(graph, self.features)  # scored once per distinct config
         score = self.booster.predict(features, num_iteration=self.best_iteration,
                                      num_threads=self.settings.num_threads)
         return -dedup.expand(np.asarray(score, dtype=np.float64))

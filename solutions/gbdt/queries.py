@@ -22,7 +22,7 @@ import numpy as np
 
 from competition.data.compact import pack_layout_vector_codes
 from competition.data.graphs import Graph
-from solutions.dedup import deduplicate_configs
+from solutions.dedup import DedupResult, deduplicate_configs
 from solutions.features.engineered import FeatureSettings, config_features
 from solutions.gbdt.settings import EXACT_ORDER_LABELS, MAX_QUERY_SIZE, GBDTSettings
 
@@ -155,8 +155,14 @@ def validation_queries(graphs: Iterable[tuple[str, Graph]], settings: GBDTSettin
     return rows
 
 
-def prediction_features(graph: Graph, features: FeatureSettings) -> np.ndarray:
-    """(c, F) the features ``predict`` scores: computed per distinct config (so the per-graph
-    centring is over distinct configs, as in training), then given to every duplicate."""
+def distinct_config_features(graph: Graph, features: FeatureSettings) -> tuple[DedupResult, np.ndarray]:
+    """The graph's distinct configs and their (d, F) features: computed per distinct config, so the
+    per-graph centring and scaling are over distinct configs, as in training."""
     dedup = deduplicate_configs(config_keys(graph))
-    return dedup.expand(config_features(graph, features, configs=dedup.unique_index))
+    return dedup, config_features(graph, features, configs=dedup.unique_index)
+
+
+def prediction_features(graph: Graph, features: FeatureSettings) -> np.ndarray:
+    """(c, F) the features ``predict`` scores, each distinct config's row given to its duplicates."""
+    dedup, matrix = distinct_config_features(graph, features)
+    return dedup.expand(matrix)
