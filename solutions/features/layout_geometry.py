@@ -96,7 +96,7 @@ def tied_groups(codes: np.ndarray) -> np.ndarray:
     return first[inverse.reshape(-1)].astype(np.int64)
 
 
-def _column_modes(codes: np.ndarray) -> np.ndarray:
+def column_modes(codes: np.ndarray) -> np.ndarray:
     """(nc,) most common value of each column of (c, nc) codes (the smallest among equally common)."""
     modes = np.zeros(codes.shape[1], dtype=np.int64)
     for j in range(codes.shape[1]):
@@ -174,7 +174,7 @@ def layout_context(graph: LayoutGraph) -> LayoutContext:
 
     kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
     kind = np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
-    mode_codes = _column_modes(codes) if feat.shape[0] else np.zeros(nc, np.int64)
+    mode_codes = column_modes(codes) if feat.shape[0] else np.zeros(nc, np.int64)
     return LayoutContext(
         tensor_dims=tensor_dims, tensor_elements=tensor_elements, rank=rank, expected=expected,
         producer=producer, has_plain_consumer=has_plain_consumer, kind=kind, mode_codes=mode_codes,

@@ -20,6 +20,7 @@ from competition.data.compact import (
     pack_layout_vector_codes,
 )
 from competition.data.processed_cache import CachedGraph
+from solutions.features.layout_geometry import column_modes
 
 LAYOUT_DIGITS = 7  # a layout slot takes a value in -1..5, stored as the digit value + 1 in 0..6
 LAYOUT_SLOTS_PER_ROW = 3 * LAYOUT_SLOTS  # 18: output, input, kernel layout
@@ -125,9 +126,5 @@ def most_common_config(codes: np.ndarray) -> np.ndarray:
 
     Shapes: (c, nc) int64 row codes (``pack_layout_vector_codes``), c >= 1 -> (nc,) int64 config indices.
     """
-    first = np.empty(codes.shape[1], dtype=np.int64)
-    for j in range(codes.shape[1]):
-        values, counts = np.unique(codes[:, j], return_counts=True)
-        first[j] = np.flatnonzero(codes[:, j] == values[np.argmax(counts)])[0]
-    return first
+    return (codes == column_modes(codes)[None]).argmax(axis=0).astype(np.int64)
 
