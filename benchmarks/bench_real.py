@@ -90,7 +90,8 @@ def _signal(graph: Graph) -> str | None:
 
 
 def _always_best(graph: Graph) -> bool:
-    """Whether any row of the task lists the best config of ``graph`` (a tile kernel of k configs or fewer)."""
+    """Whether any row of the task lists the best config of ``graph`` (a tile kernel of k configs or
+    fewer)."""
     return graph.num_configs < graph.task.informative_configs
 
 
@@ -110,15 +111,16 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
                         found.append(RealGraph(f"{collection.name}:{split}/{path.stem}", collection, [graph],
                                                "kaggle", _signal(graph)))
                     elif _always_best(graph):
-                        notes.append(f"left out: tile kernel {path.stem}: {graph.num_configs} configs, so any "
-                                     f"row holds the best (score 1 whatever the method)")
+                        notes.append(f"left out: tile kernel {path.stem}: {graph.num_configs} configs, "
+                                     f"so any row holds the best (score 1 whatever the method)")
                     else:
                         kernels.append(graph)
         if kernels:
-            found.append(RealGraph(f"tile:xla:kaggle ({len(kernels)} kernels)", COLLECTION_BY_NAME["tile:xla"],
-                                   kernels, "kaggle"))
+            found.append(RealGraph(f"tile:xla:kaggle ({len(kernels)} kernels)",
+                                   COLLECTION_BY_NAME["tile:xla"], kernels, "kaggle"))
     elif kaggle_tree is not None:
-        notes.append(f"no real Kaggle tree at {kaggle_tree} (it is not redistributed); only the shipped protos")
+        notes.append(f"no real Kaggle tree at {kaggle_tree} (it is not redistributed); "
+                     "only the shipped protos")
     if protos:
         [(stem, layout)] = featurize_file(LAYOUT_PROTO)
         # The proto's runs come from a search around the compiled default: a default-search graph.
@@ -174,8 +176,8 @@ def _fit(method: str, params: dict[str, object], data_dir: Path, collection: Col
 
     model = _make(method, params)
     options = FitOptions(seed=seed, progress=False, time_budget_s=time_budget_s)
-    model.fit(collection, SplitSource(data_dir, collection, "train"), SplitSource(data_dir, collection, "valid"),
-              options)
+    model.fit(collection, SplitSource(data_dir, collection, "train"),
+              SplitSource(data_dir, collection, "valid"), options)
     return model
 
 
@@ -200,7 +202,8 @@ def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]],
 
 def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dirs: dict[int, Path],
                  seeds: Sequence[int], *, time_budget_s: float | None, say=print) -> list[Cell]:
-    """Train on each embedded competition (``synth_dirs``: competition seed -> public dir) and rank the real graphs."""
+    """Train on each embedded competition (``synth_dirs``: competition seed -> public dir) and rank the
+    real graphs."""
     cells: list[Cell] = []
     wanted = sorted({g.collection.name for g in real_graphs}, key=list(COLLECTION_BY_NAME).index)
     for method in methods:
@@ -214,8 +217,9 @@ def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dir
                     model = _fit(base, params, public, collection, seed, time_budget_s)
                     for real in real_graphs:
                         if real.collection.name == name:
-                            predictions[real.name].append([np.asarray(model.predict(collection, g), dtype=np.float64)
-                                                           for g in real.graphs])
+                            predictions[real.name].append(
+                                [np.asarray(model.predict(collection, g), dtype=np.float64)
+                                 for g in real.graphs])
                     say(f"  transfer {method:<10} small seed {synth_seed} method seed {seed} {name:<20} "
                         f"{time.perf_counter() - started:6.1f} s")
         for real in real_graphs:
@@ -317,13 +321,17 @@ def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_real", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_real",
+                                     description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--real", type=Path, default=DEFAULT_KAGGLE_TREE,
-                        help="a Kaggle-layout tree with labelled real graphs (default: ../shared/realdata/kaggle)")
-    parser.add_argument("--no-protos", action="store_true", help="leave out the two real protos the kit ships")
+                        help="a Kaggle-layout tree with labelled real graphs "
+                             "(default: ../shared/realdata/kaggle)")
+    parser.add_argument("--no-protos", action="store_true",
+                        help="leave out the two real protos the kit ships")
     parser.add_argument("--methods", default=",".join(METHODS),
-                        help=f"comma-separated: {', '.join(METHODS)}, {', '.join(VARIANTS)} (default: the four methods)")
+                        help=f"comma-separated: {', '.join(METHODS)}, {', '.join(VARIANTS)} "
+                             "(default: the four methods)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME:METHOD:K=V,K=V",
                         help="an extra method with settings, e.g. gnn-hinge:gnn:loss=hinge (repeatable; then "
                              "name it in --methods)")
@@ -335,7 +343,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="embedded competition to train on (tiny: a smoke run)")
     parser.add_argument("--synth-root", type=Path, default=Path("data/bench-real"),
                         help="where the embedded competitions are built and reused")
-    parser.add_argument("--time-budget", type=float, default=None, help="seconds of training per fit (default: none)")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds of training per fit (default: none)")
     parser.add_argument("--only", default=None, help="only real graphs whose name contains this text")
     parser.add_argument("--out", type=Path, default=Path("data/bench-real/results.json"), help="JSON results")
     return parser.parse_args(argv)

@@ -79,8 +79,10 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
     init.add_argument("--name", default="TpuGraphs leaderboard", metavar="TITLE", help="competition title")
     _add_rules(init, defaults=True)
 
-    configure = action("configure", "change the title, limits, deadline or private intervals of a competition",
-                       "example:\n  tpugraphs leaderboard configure --deadline 2030-07-07T23:59Z --daily-limit 3\n"
+    configure = action("configure",
+                       "change the title, limits, deadline or private intervals of a competition",
+                       "example:\n"
+                       "  tpugraphs leaderboard configure --deadline 2030-07-07T23:59Z --daily-limit 3\n"
                        "  tpugraphs leaderboard configure --private-intervals")
     configure.add_argument("--name", metavar="TITLE", help="competition title")
     _add_rules(configure, defaults=False)
@@ -94,7 +96,8 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
 
     serve = action("serve", "run the leaderboard web server (pages, HTTP API, its reference at /docs)",
                    "examples:\n  tpugraphs leaderboard serve\n"
-                   "  tpugraphs leaderboard serve --db postgresql+psycopg://lb@dbhost/lb --host 0.0.0.0 --workers 4")
+                   "  tpugraphs leaderboard serve --db postgresql+psycopg://lb@dbhost/lb "
+                   "--host 0.0.0.0 --workers 4")
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     serve.add_argument("--workers", type=int, default=1, metavar="N", help="server processes (default: 1)")
@@ -120,9 +123,9 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
                        help="after the close, team pages show the private score of every scored submission "
                             "(default: only of each team's final ones, as on Kaggle)")
     serve.add_argument("--secure-cookies", action="store_true",
-                       help="participants use HTTPS through a proxy that sends no X-Forwarded-Proto: give the "
-                            "session cookie the __Host- prefix and Secure anyway (implied by an https "
-                            "--public-url)")
+                       help="participants use HTTPS through a proxy that sends no X-Forwarded-Proto: "
+                            "give the session cookie the __Host- prefix and Secure anyway "
+                            "(implied by an https --public-url)")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
     action("rescore", "score every submission again with this kit's scorer",
@@ -158,16 +161,18 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_rules(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     parser.add_argument("--daily-limit", type=int, default=5 if defaults else None, metavar="N",
-                        help="scored submissions per team per UTC day" + (" (default: 5)" if defaults else ""))
+                        help="scored submissions per team per UTC day"
+                             + (" (default: 5)" if defaults else ""))
     parser.add_argument("--max-selected", type=int, default=2 if defaults else None, metavar="N",
                         help="final submissions a team may select" + (" (default: 2)" if defaults else ""))
     parser.add_argument("--deadline", metavar="ISO-8601",
                         help="end of submissions, e.g. 2030-06-30T23:59Z (no zone = UTC)"
                              + ("" if defaults else "; 'none' removes it"))
-    intervals_help = ("after the reveal, show each team's private score with a 95%% bootstrap interval over the "
-                      "Private test graphs")
+    intervals_help = ("after the reveal, show each team's private score with a 95%% bootstrap interval "
+                      "over the Private test graphs")
     if defaults:
-        parser.add_argument("--private-intervals", action="store_true", help=intervals_help + " (default: off)")
+        parser.add_argument("--private-intervals", action="store_true",
+                            help=intervals_help + " (default: off)")
     else:
         parser.add_argument("--private-intervals", action=argparse.BooleanOptionalAction, default=None,
                             help=intervals_help + "; --no-private-intervals hides them")

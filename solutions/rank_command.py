@@ -68,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--sample", type=positive_int, metavar="N",
                         help="layout: sample N distinct configs as the dataset's random search does")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of --sample (default: 0)")
-    parser.add_argument("--top", type=positive_int, default=10, metavar="K", help="list the K best (default: 10)")
+    parser.add_argument("--top", type=positive_int, default=10, metavar="K",
+                        help="list the K best (default: 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(handler=run)
 

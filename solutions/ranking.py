@@ -331,11 +331,13 @@ def load_models(model_dir: str | Path, collection: Collection) -> tuple[str, lis
         manifest = model_store.read_manifest(model_dir) if model_dir.is_dir() else {}
         method, saved = manifest.get("method"), manifest.get("collections")
         if not method:
-            raise RankError(f"{model_dir}: no saved models here ({model_store.MANIFEST} is missing); train with "
-                            f"{train} and pass its --model-dir (default: SUB.models next to --out)")
+            raise RankError(f"{model_dir}: no saved models here ({model_store.MANIFEST} is missing); "
+                            f"train with {train} and pass its --model-dir "
+                            "(default: SUB.models next to --out)")
         if isinstance(saved, dict) and collection.name not in saved:
             raise RankError(f"{model_dir}: no model of {collection.name} here (its runs cover: "
-                            f"{', '.join(saved) or 'none'}); train one with 'tpugraphs solve --method {method} "
+                            f"{', '.join(saved) or 'none'}); "
+                            f"train one with 'tpugraphs solve --method {method} "
                             f"--collection {collection.name} --model-dir {model_dir} ...'")
         folder = model_store.check_saved_run(model_dir, method, [collection.name])[collection.name]
         models = runner.load_models(get_method(method), folder, seed=0, device="cpu",
@@ -453,12 +455,14 @@ def rank_program(program: Program, model_dir: str | Path, *, collection: str | N
         part = "node" if graph.num_configurable_nodes is not None else "tensor"
         reference_text = (f"each {part}'s most common setting among the candidates (the program carries "
                           "no default)")
-    ranked = [RankedConfig(rank=i + 1, index=int(c), score=float(predictions[0][c]) if len(models) == 1 else None,
+    ranked = [RankedConfig(rank=i + 1, index=int(c),
+                           score=float(predictions[0][c]) if len(models) == 1 else None,
                            config=kept[c], changes=kind.changes(kept[c], reference, graph))
               for i, c in enumerate(order[:top])]
     return Ranking(program=program, candidates=len(configs), candidate_source=candidate_source,
                    reference=reference_text, order=order, top=ranked,
-                   model={"method": method, "collection": chosen.name, "dir": str(model_dir), "models": len(models)})
+                   model={"method": method, "collection": chosen.name, "dir": str(model_dir),
+                          "models": len(models)})
 
 
 def _modal_setting(units: np.ndarray) -> np.ndarray:

@@ -24,8 +24,8 @@ some collections writes a file with only their rows: it is not a full Kaggle sub
 report says so), and only those rows are validated.
 
 Measurements per collection: fit and predict wall time, and the peak resident memory of the
-process while the collection ran (sampled every 20 ms, see ``solutions.memory.PeakMemory``; ``tracemalloc`` misses
-torch's allocations).
+process while the collection ran (sampled every 20 ms, see ``solutions.memory.PeakMemory``;
+``tracemalloc`` misses torch's allocations).
 
 Under ``torchrun`` (``WORLD_SIZE`` > 1 in the environment; the gnn only) every process trains its
 shard of the graphs data-parallel (``solutions.distributed``); rank 0 alone saves the models,
@@ -85,7 +85,8 @@ if TYPE_CHECKING:  # torch: imported for real only in torchrun runs
 SEEDS_FILE = "seeds.json"  # in a collection's model folder when it holds one model per seed
 
 
-def _checked_predictions(method_name: str, collection: Collection, row_id: str, graph: Graph, predictions) -> np.ndarray:
+def _checked_predictions(method_name: str, collection: Collection, row_id: str, graph: Graph,
+                         predictions) -> np.ndarray:
     """The method's output as a (c,) float array, or an error naming the method and the graph."""
     values = np.asarray(predictions, dtype=np.float64)
     if values.shape != (graph.num_configs,):
@@ -105,8 +106,8 @@ def graph_score(collection: Collection, order: np.ndarray, graph: Graph) -> floa
 def _iter_graphs(data_dir: Path, collection: Collection, split: str, progress: bool, label: str,
                  cache_dir: Path | None):
     source = SplitSource(data_dir, collection, split)
-    return progress_bar(source.graphs(cache_dir), total=len(source), desc=label, unit="graph", enabled=progress,
-                        leave=False)
+    return progress_bar(source.graphs(cache_dir), total=len(source), desc=label, unit="graph",
+                        enabled=progress, leave=False)
 
 
 def blend_rankings(collection: Collection, rankings: Sequence[np.ndarray], n_configs: int) -> np.ndarray:
@@ -135,15 +136,16 @@ def validation_graph_scores(method, method_name: str, data_dir: Path, collection
     With ``cache_dir``, layout graphs are read through the processed cache (``SplitSource.graphs``).
     """
     scores = []
-    for row_id, graph in _iter_graphs(data_dir, collection, "valid", progress, f"validating {collection.name}",
-                                      cache_dir):
-        predictions = _checked_predictions(method_name, collection, row_id, graph, method.predict(collection, graph))
+    for row_id, graph in _iter_graphs(data_dir, collection, "valid", progress,
+                                      f"validating {collection.name}", cache_dir):
+        predictions = _checked_predictions(method_name, collection, row_id, graph,
+                                           method.predict(collection, graph))
         scores.append(graph_score(collection, ranking_from_predictions(collection, predictions), graph))
     return np.asarray(scores, dtype=np.float64)
 
 
-def validation_score(method, method_name: str, data_dir: Path, collection: Collection, *, progress: bool = False,
-                     cache_dir: Path | None = None) -> tuple[float, int]:
+def validation_score(method, method_name: str, data_dir: Path, collection: Collection, *,
+                     progress: bool = False, cache_dir: Path | None = None) -> tuple[float, int]:
     """Mean official score of ``method`` over the valid split of one collection, and the graph count."""
     scores = validation_graph_scores(method, method_name, data_dir, collection, progress=progress,
                                      cache_dir=cache_dir)
@@ -157,9 +159,10 @@ def predict_rows(method, method_name: str, data_dir: Path, collection: Collectio
     With ``cache_dir``, layout graphs are read through the processed cache (``SplitSource.graphs``).
     """
     rows = {}
-    for row_id, graph in _iter_graphs(data_dir, collection, "test", progress, f"predicting {collection.name}",
-                                      cache_dir):
-        predictions = _checked_predictions(method_name, collection, row_id, graph, method.predict(collection, graph))
+    for row_id, graph in _iter_graphs(data_dir, collection, "test", progress,
+                                      f"predicting {collection.name}", cache_dir):
+        predictions = _checked_predictions(method_name, collection, row_id, graph,
+                                           method.predict(collection, graph))
         rows[row_id] = ranking_from_predictions(collection, predictions)
     return rows
 
@@ -268,8 +271,9 @@ def solve(
             which loads whatever seeds the saved run had.
 
     Returns:
-        a ``SolveReport`` (None on ranks other than 0 of a torchrun run, see the module docstring). Raises ``SolveError`` for user errors, ``DataFormatError`` for an unreadable
-        data file, and ``RuntimeError`` if the written file fails validation (a bug in the method).
+        a ``SolveReport`` (None on ranks other than 0 of a torchrun run, see the module docstring).
+        Raises ``SolveError`` for user errors, ``DataFormatError`` for an unreadable data file, and
+        ``RuntimeError`` if the written file fails validation (a bug in the method).
     """
     started = time.perf_counter()
     options = options or FitOptions()
@@ -285,7 +289,8 @@ def solve(
         options = replace(options, seed=seeds[0])
     out = Path(out)
     model_dir = Path(model_dir) if model_dir is not None else default_model_dir(out)
-    data_dir = check_splits(data_dir, chosen, ("valid", "test") if predict_only else ("train", "valid", "test"))
+    data_dir = check_splits(data_dir, chosen,
+                            ("valid", "test") if predict_only else ("train", "valid", "test"))
     if options.device == "auto":  # only a method that runs on a device pays for importing torch to look
         options = replace(options, device=resolve_device("auto") if info.uses_device else "cpu")
     else:
@@ -302,13 +307,14 @@ def solve(
     if out.exists() and out.is_dir():
         raise SolveError(f"{out} is a folder; --out names the submission file to write")
     if world_size == 1:
-        return _solve(data_dir, info, chosen, out, options, model_dir, saved_folders, params, say, started, seeds)
+        return _solve(data_dir, info, chosen, out, options, model_dir, saved_folders, params, say, started,
+                      seeds)
     from solutions import distributed  # torch: only now, and only for the gnn
 
     world, device = distributed.start(options.device)
     try:
-        report = _solve(data_dir, info, chosen, out, replace(options, device=device), model_dir, saved_folders,
-                        params, say, started, seeds, world=world)
+        report = _solve(data_dir, info, chosen, out, replace(options, device=device), model_dir,
+                        saved_folders, params, say, started, seeds, world=world)
         distributed.barrier()  # the others leave once rank 0 has written and checked the submission
         return report
     finally:
@@ -316,8 +322,8 @@ def solve(
 
 
 def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: Path, options: FitOptions,
-           model_dir: Path, saved_folders: dict[str, Path], params: dict, say: Callable[[str], None], started: float,
-           seeds: Sequence[int], world: World | None = None) -> SolveReport | None:
+           model_dir: Path, saved_folders: dict[str, Path], params: dict, say: Callable[[str], None],
+           started: float, seeds: Sequence[int], world: World | None = None) -> SolveReport | None:
     """``solve`` once the arguments are checked; ``world``: this process's ``distributed.World`` or None.
 
     ``saved_folders`` (with ``--predict-only``) are the checked model folders to load; otherwise the
@@ -349,7 +355,8 @@ def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: 
                                    SplitSource(data_dir, collection, "valid"), replace(options, seed=seed))
                         models.append((seed, fitted))
                     fit_seconds = time.perf_counter() - t0
-                    if run is None:  # rank 0 saves, validates and predicts; wait for it, then train the next one
+                    # rank 0 saves, validates and predicts; wait for it, then train the next one
+                    if run is None:
                         world_barrier()
                         continue
                     for seed, fitted in models:  # staged: in place only when the whole run succeeds
@@ -362,8 +369,9 @@ def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: 
                 fitted_models = [model for _, model in models]
                 per_seed: list[list[float]] = [[] for _ in models]
                 blended: list[float] = []
-                for _, graph, rankings, blend in _ranked_graphs(fitted_models, info.name, data_dir, collection, "valid",
-                                                                progress=options.progress, cache_dir=options.cache_dir):
+                for _, graph, rankings, blend in _ranked_graphs(
+                        fitted_models, info.name, data_dir, collection, "valid",
+                        progress=options.progress, cache_dir=options.cache_dir):
                     for scores, ranking in zip(per_seed, rankings, strict=True):
                         scores.append(graph_score(collection, ranking, graph))
                     blended.append(graph_score(collection, blend, graph))
@@ -402,7 +410,8 @@ def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: 
         write_submission(out, rows)
         checked = validate_submission(out, expected_from_data_dir(data_dir, chosen))
         if not checked.ok:
-            raise RuntimeError(f"the submission written by method {info.name!r} is invalid (a bug in the method):\n"
+            raise RuntimeError(f"the submission written by method {info.name!r} is invalid "
+                               "(a bug in the method):\n"
                                + format_problems(checked, source_name=str(out)))
         if run is not None:
             run.commit(c.name for c in chosen)

@@ -63,7 +63,8 @@ def import_rules(text: str) -> list[Part]:
     for row in rows:
         name, files, may, never = (cell.strip() for cell in row.strip().strip("|").split("|"))
         paths = tuple(re.findall(r"`([^`]+)`", files))
-        allowed = None if may == "every part" else tuple(p.strip() for p in may.split(",") if p.strip() != "none")
+        allowed = (None if may == "every part"
+                   else tuple(p.strip() for p in may.split(",") if p.strip() != "none"))
         parts.append(Part(name, paths, allowed, tuple(re.findall(r"`([^`]+)`", never))))
     return parts
 
@@ -118,7 +119,8 @@ KIT_FILES = [p for package in KIT for p in python_files(ROOT / package)]
 
 def test_the_import_rules_table_is_read_and_covers_every_part():
     names = [part.name for part in RULE_TABLE]
-    assert {"core", "data", "progress", "shared solutions", "gbdt", "gnn", "leaderboard", "command line"} <= set(names)
+    assert {"core", "data", "progress", "shared solutions", "gbdt", "gnn", "leaderboard",
+            "command line"} <= set(names)
     for part in RULE_TABLE:
         assert part.paths, part.name
         for path in part.paths:
@@ -154,7 +156,8 @@ def test_the_kit_has_no_import_cycle():
         relative = path.relative_to(ROOT).as_posix()
         targets = {module_path(m) for _, m, _ in imported_modules(path) if m.split(".")[0] in KIT}
         graph[relative] = {t for t in targets if t and t != relative
-                           and not (t.endswith("__init__.py") and relative.startswith(t[: -len("__init__.py")]))}
+                           and not (t.endswith("__init__.py")
+                                    and relative.startswith(t[: -len("__init__.py")]))}
     cycles = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 

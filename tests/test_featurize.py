@@ -1,8 +1,9 @@
 """The pure-Python featurizer against the real protos, hand-built protos and corrupt bytes.
 
-The real protos (shipped in competition/data/realdata) are decoded once per module. Expected figures come from the
-README next to the real protos and docs/featurizer.md (The rules; Checks against the real protos); the hand-checked values were read from the decoded proto by hand and are
-re-read here through a raw field walk (``iter_fields`` only), independent of the schema decoder.
+The real protos (shipped in competition/data/realdata) are decoded once per module. Expected figures
+come from the README next to the real protos and docs/featurizer.md (The rules; Checks against the real
+protos); the hand-checked values were read from the decoded proto by hand and are re-read here through a
+raw field walk (``iter_fields`` only), independent of the schema decoder.
 """
 
 from __future__ import annotations
@@ -199,8 +200,10 @@ def test_feature_names_follow_the_upstream_readme():
         61: "window_padding_high_0", 69: "window_window_dilation_0", 77: "window_base_dilation_0",
         85: "window_window_reversal_0", 91: "window_window_reversal_true_count",
         92: "window_window_reversal_false_count", 93: "convolution_dim_numbers_input_batch_dim",
-        95: "convolution_dim_numbers_input_spatial_dims_0", 99: "convolution_dim_numbers_kernel_input_feature_dim",
-        101: "convolution_dim_numbers_kernel_spatial_dims_0", 106: "convolution_dim_numbers_output_feature_dim",
+        95: "convolution_dim_numbers_input_spatial_dims_0",
+        99: "convolution_dim_numbers_kernel_input_feature_dim",
+        101: "convolution_dim_numbers_kernel_spatial_dims_0",
+        106: "convolution_dim_numbers_output_feature_dim",
         107: "feature_group_count", 108: "batch_group_count", 109: "slice_dims_start_0",
         113: "slice_dims_stride_0", 117: "slice_dims_limit_0", 120: "slice_dims_limit_product",
         121: "dynamic_slice_sizes_0", 124: "dynamic_slice_sizes_product",
@@ -248,7 +251,9 @@ def test_layout_counts_match_the_realdata_readme(layout_proto, layout_graph):
     assert g.node_feat.shape == (3163, 140) and g.node_feat.dtype == np.float32
     assert int(g.node_feat[:, col("is_root")].sum()) == 143  # one root per computation
     assert g.num_configurable_nodes == 62
-    assert Counter(g.node_opcode[g.node_config_ids].tolist()) == {opcode_id("convolution"): 53, opcode_id("reshape"): 9}
+    assert Counter(g.node_opcode[g.node_config_ids].tolist()) == {
+        opcode_id("convolution"): 53, opcode_id("reshape"): 9
+    }
     runs = layout_proto["runs"]
     assert len(runs) == 122
     assert sum(r["error"] for r in runs) == 10 and sum(r["is_default"] for r in runs) == 1
@@ -277,7 +282,9 @@ def test_layout_edges_follow_the_conventions(layout_proto, layout_graph):
     for u, v in edges.tolist():
         producers.setdefault(u, set()).add(v)
     for k, inst in enumerate(instructions):
-        expected = {position[o] for o in inst["operand_ids"]} | {position[root[c]] for c in inst["called_computation_ids"]}
+        expected = {position[o] for o in inst["operand_ids"]} | {
+            position[root[c]] for c in inst["called_computation_ids"]
+        }
         assert producers.get(k, set()) == expected, inst["name"]
 
 
@@ -297,7 +304,9 @@ def test_layout_node_splits_follow_the_name_rule(layout_proto, layout_graph):
 @needs_realdata()
 def test_layout_configs_keep_proto_order_and_drop_error_runs(layout_proto, layout_graph):
     runs = layout_proto["runs"]
-    usable = [r for r in runs if r["module_config"] is not None and not r["error"] and r["profile"] is not None]
+    usable = [
+        r for r in runs if r["module_config"] is not None and not r["error"] and r["profile"] is not None
+    ]
     assert layout_graph.config_runtime.tolist() == [r["profile"]["compute_time_ns"] for r in usable]
     assert runs[0]["is_default"] and layout_graph.config_runtime[0] == 910_903_932
     errors = [i for i, r in enumerate(runs) if r["error"]]
@@ -342,7 +351,10 @@ def test_layout_hand_checked_convolution(layout_bytes, layout_graph):
     first_run = raw_fields(layout_bytes, 0, len(layout_bytes), 3)[0]
     layout_config = raw_fields(layout_bytes, *raw_fields(layout_bytes, *first_run, 2)[0], 1)[0]
     node = raw_fields(layout_bytes, *layout_config, 1)[4]
-    tensors = [raw_varints(layout_bytes, raw_fields(layout_bytes, *t, 1)[0]) for t in raw_fields(layout_bytes, *node, 1)]
+    tensors = [
+        raw_varints(layout_bytes, raw_fields(layout_bytes, *t, 1)[0])
+        for t in raw_fields(layout_bytes, *node, 1)
+    ]
     assert tensors == [[4, 0], [4, 0], [4, 3]]
     assert layout_graph.node_config_ids[4] == 660
     pad = [-1] * 4
@@ -401,7 +413,9 @@ def test_tile_hand_checked_config_and_reshape_ties(tile_proto, tile_graphs):
     assert conv.config_feat[0, :8].tolist() == [3, 1, 24, 3, 0, 0, 31, 216]
     assert conv.config_feat[0, 16:24].tolist() == [0] * 8  # empty input bounds: product 0 here
     reshapes = [g for _, g in tile_graphs[-3:]]
-    assert [tile_proto["modules"][i]["module"]["name"] for i in (12, 13, 14)] == ["reshape.37", "reshape.39", "reshape.38"]
+    assert [tile_proto["modules"][i]["module"]["name"] for i in (12, 13, 14)] == [
+        "reshape.37", "reshape.39", "reshape.38"
+    ]
     for g in reshapes:
         assert (g.config_feat == 0).all()  # identical, empty tile configs
     assert reshapes[0].config_runtime.max() / reshapes[0].config_runtime.min() > 2.0
@@ -446,13 +460,17 @@ def test_small_layout_graph_rules(tmp_path):
     assert g.node_splits.tolist() == [[0, 5]]  # no while/cond/cluster names: start and total only
     assert g.config_runtime.tolist() == [500, 600]
     assert g.node_config_ids.tolist() == [4]
-    assert g.node_config_feat[0, 0].tolist() == [1, 0, -1, -1, -1, -1, 0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1]
+    assert g.node_config_feat[0, 0].tolist() == [
+        1, 0, -1, -1, -1, -1, 0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1
+    ]
     assert (g.node_config_feat[1] == -1).all()
 
 
 def test_layout_without_default_run_keeps_no_config(tmp_path):
     runs = [run(layout=[[[0]]], runtime=5), run(layout=[[[0]]], error=True, default=True, runtime=6)]
-    (_, g), = featurize_file(write(tmp_path, module_tuning(small_module(), runs, config_ids=[4])))  # fmt: skip
+    (_, g), = featurize_file(
+        write(tmp_path, module_tuning(small_module(), runs, config_ids=[4]))
+    )  # fmt: skip
     assert g.num_configs == 0 and g.node_config_feat.shape == (0, 1, 18)
 
 
@@ -464,7 +482,9 @@ def test_node_splits_after_cluster_while_and_cond_computations(tmp_path):
         computation(4, "main_cond_x", 5, instruction(4, "parameter"), instruction(5, "add", operands=[4, 4])),
     ]
     runs = [run(layout=[[[0]]], default=True)]
-    (_, g), = featurize_file(write(tmp_path, module_tuning(hlo_module(*comps), runs, config_ids=[0])))  # fmt: skip
+    (_, g), = featurize_file(
+        write(tmp_path, module_tuning(hlo_module(*comps), runs, config_ids=[0]))
+    )  # fmt: skip
     assert g.node_splits.tolist() == [[0, 1, 3, 5]]  # last computation matched: no extra total
 
 
@@ -482,7 +502,9 @@ def test_features_of_one_instruction(tmp_path):
     big = 3_000_000_000
     inst = instruction(1, "made-up-op", dims=[big, big, big], etype=16, extra=extra)
     module = hlo_module(computation(1, "main", 1, inst))
-    (_, g), = featurize_file(write(tmp_path, module_tuning(module, [run(layout=[[]], default=True)], [0])))  # fmt: skip
+    (_, g), = featurize_file(
+        write(tmp_path, module_tuning(module, [run(layout=[[]], default=True)], [0]))
+    )  # fmt: skip
     row = g.node_feat[0]
     assert g.node_opcode[0] == 0  # unknown opcode
     assert row[col("shape_element_type_is_bf16")] == 1
@@ -500,11 +522,14 @@ def test_features_of_one_instruction(tmp_path):
 
 def test_tile_rules_skip_filter_and_normaliser(tmp_path):
     empty = ([], [], [])
-    kernel = hlo_module(computation(1, "k", 2, instruction(1, "parameter"), instruction(2, "copy", operands=[1])))
+    kernel = hlo_module(
+        computation(1, "k", 2, instruction(1, "parameter"), instruction(2, "copy", operands=[1]))
+    )
     kept = module_tuning(
         kernel,
         [
-            run(tile=([2, 4], [8], []), error=True, default=True, runtime=90),  # error: dropped, not the normaliser
+            # error: dropped, not the normaliser
+            run(tile=([2, 4], [8], []), error=True, default=True, runtime=90),
             run(tile=([2, 4], [8], []), runtime=1),  # runtime <= 1: dropped
             run(tile=([1], [], [3]), runtime=120),
             run(tile=empty, default=True, runtime=100),  # first kept default: normaliser
@@ -517,7 +542,11 @@ def test_tile_rules_skip_filter_and_normaliser(tmp_path):
     result = featurize_proto(write(tmp_path, tuning(kept, single, no_tile), "model.pb"))
     assert result.task is TILE and result.format.many
     assert [name for name, _ in result.graphs] == ["model_-2"]
-    assert len(result.skipped) == 2 and "1 run(s)" in result.skipped[0] and "no tile size config" in result.skipped[1]
+    assert (
+        len(result.skipped) == 2
+        and "1 run(s)" in result.skipped[0]
+        and "no tile size config" in result.skipped[1]
+    )
     g = result.graphs[0][1]
     assert g.config_runtime.tolist() == [120, 100, 110]
     assert g.config_runtime_normalizers.tolist() == [100, 100, 100]
@@ -527,8 +556,12 @@ def test_tile_rules_skip_filter_and_normaliser(tmp_path):
 
 def test_tile_kernel_without_usable_default_is_refused(tmp_path):
     kernel = hlo_module(computation(1, "k", 1, instruction(1, "parameter")))
-    bad = module_tuning(kernel, [run(tile=([1], [], []), runtime=5), run(tile=([1], [], []), default=True, error=True)])
-    with pytest.raises(ProtoFormatError, match=r"x\.pb: TuningData\.modules\[0\] \(m\): no usable default run"):
+    bad = module_tuning(
+        kernel, [run(tile=([1], [], []), runtime=5), run(tile=([1], [], []), default=True, error=True)]
+    )
+    with pytest.raises(
+        ProtoFormatError, match=r"x\.pb: TuningData\.modules\[0\] \(m\): no usable default run"
+    ):
         featurize_file(write(tmp_path, tuning(bad)))
 
 
@@ -538,7 +571,8 @@ DETECTED = [
     ("ModuleTuningData, runs only", lambda: fb(1, small_module()) + fb(3, run(layout=[[]], default=True))),
     ("TuningData", lambda: tuning(module_tuning(small_module(), [run(tile=([1], [], []))]))),
     ("HloProto", lambda: fb(1, small_module())),
-    ("HloProto with a buffer assignment", lambda: fb(1, small_module()) + fb(3, fb(1, fv(1, 0) + fv(2, 128)))),
+    ("HloProto with a buffer assignment",
+     lambda: fb(1, small_module()) + fb(3, fb(1, fv(1, 0) + fv(2, 128)))),
     ("HloModuleProto", small_module),
     ("HloModuleProto with its ids", lambda: small_module() + fb(2, "main") + fv(5, 1) + fv(6, 2)),
 ]
@@ -626,7 +660,9 @@ def test_node_feature_matrix_with_an_extra_block():
     operand_count = FeatureBlock(("operand_count",), lambda inst, comp: [len(inst["operand_ids"])])
     extra = node_feature_matrix(module, blocks=(operand_count,))
     assert extra.shape == (5, 1) and extra[:, 0].tolist() == [0, 1, 0, 2, 2]
-    assert node_feature_matrix(module).shape == (5, 140) == (5, sum(len(b.names) for b in NODE_FEATURE_BLOCKS))
+    assert node_feature_matrix(module).shape == (5, 140) == (
+        5, sum(len(b.names) for b in NODE_FEATURE_BLOCKS)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -644,9 +680,11 @@ BAD_FILES = [
     ("invalid wire type", b"\x0f", r"at byte 0 .*invalid wire type 7"),
     ("group", b"\x0b", r"groups \(wire type 3\) are not supported"),
     ("field number 0", b"\x00\x01", r"field number 0 is invalid"),
-    ("length past end", fb(1, b"abc")[:-1], r"at byte 0 \(in top level\): field 1: length 3 runs past the end \(2 bytes left\)"),
+    ("length past end", fb(1, b"abc")[:-1],
+     r"at byte 0 \(in top level\): field 1: length 3 runs past the end \(2 bytes left\)"),
     ("field 1 is a varint", fv(1, 5), r"field 1 has wire type 0, expected a nested message"),
-    ("unknown top-level fields", fv(9, 1) + fb(1, b""), r"not a TuningData or ModuleTuningData proto: top-level fields \[1, 9\]"),
+    ("unknown top-level fields", fv(9, 1) + fb(1, b""),
+     r"not a TuningData or ModuleTuningData proto: top-level fields \[1, 9\]"),
     ("fingerprint as bytes", fb(1, small_module()) + fb(2, b"xx") + fb(3, b""),
      r"in ModuleTuningData\): field 2 \(fingerprint\) has wire type 2 \(length-delimited\), expected 0"),
     ("deep truncated varint", tuning(module_tuning(hlo_module(computation(1, "c", 1, b"\x08")))),
@@ -655,9 +693,13 @@ BAD_FILES = [
      r"at byte \d+ \(in ModuleTuningData\.runs\[0\] field 3\): truncated varint"),
     ("bad utf-8 opcode", tuning(module_tuning(hlo_module(computation(1, "c", 1, fb(2, b"\xff\xfe"))))),
      r"instructions\[0\]\): field 2 \(opcode\) is not valid UTF-8"),
-    ("unknown operand", module_tuning(hlo_module(computation(1, "c", 2, instruction(2, "add", operands=[99]))), [run(layout=[[]], default=True)], [0]),
+    ("unknown operand",
+     module_tuning(hlo_module(computation(1, "c", 2, instruction(2, "add", operands=[99]))),
+                   [run(layout=[[]], default=True)], [0]),
      r"instruction 'add\.2' \(id 2\) in computation 'c' has operand id 99, which no instruction"),
-    ("unknown callee", module_tuning(hlo_module(computation(1, "c", 2, instruction(2, "call", called=[5]))), [run(layout=[[]], default=True)], [0]),
+    ("unknown callee",
+     module_tuning(hlo_module(computation(1, "c", 2, instruction(2, "call", called=[5]))),
+                   [run(layout=[[]], default=True)], [0]),
      r"calls computation id 5, which the module does not have"),
     ("layout node count", module_tuning(small_module(), [run(layout=[[], []], default=True)], [4]),
      r"runs\[0\]: layout_config has 2 nodes but config_index_to_node lists 1"),
@@ -680,8 +722,16 @@ def test_bad_protos_are_named_with_offset_and_field(tmp_path, label, data, messa
 @pytest.mark.parametrize(
     ("source", "cut", "message"),
     [
-        ("tile", 1000, r"at byte 0 \(in top level\): field 1: length 3945 runs past the end \(997 bytes left\)"),
-        ("layout", -3, r"at byte 637944 \(in top level\): field 4: length 124 runs past the end \(121 bytes left\)"),
+        (
+            "tile",
+            1000,
+            r"at byte 0 \(in top level\): field 1: length 3945 runs past the end \(997 bytes left\)",
+        ),
+        (
+            "layout",
+            -3,
+            r"at byte 637944 \(in top level\): field 4: length 124 runs past the end \(121 bytes left\)",
+        ),
         ("layout", 319_000, r"at byte 0 \(in top level\): field 1: length 493109 runs past the end"),
     ],
 )
@@ -714,7 +764,9 @@ def test_cli_featurize_writes_npz_and_reports(tmp_path, capsys):
     src = tmp_path / "pb" / "layout" / "train"
     src.mkdir(parents=True)
     write(src, module_tuning(small_module(), [run(layout=[[]], default=True)], [4]), "net.pb")
-    write(src.parent, tuning(module_tuning(small_module(), [run(tile=([], [], []), default=True)] * 2)), "k.pb")
+    write(
+        src.parent, tuning(module_tuning(small_module(), [run(tile=([], [], []), default=True)] * 2)), "k.pb"
+    )
     out = tmp_path / "npz"
     assert main(["featurize", str(tmp_path / "pb"), "--out", str(out), "--stored", "-v"]) == 0
     printed = capsys.readouterr().out
@@ -730,7 +782,10 @@ def test_cli_featurize_bad_file_exit_1_without_traceback(tmp_path, capsys):
     assert main(["featurize", str(bad), str(good), "--out", str(tmp_path / "o")]) == 1
     captured = capsys.readouterr()
     assert f"{bad}: corrupt or truncated proto at byte 0" in captured.err
-    assert "Traceback" not in captured.err and "1 file(s) could not be featurized; 1 npz written" in captured.err
+    assert (
+        "Traceback" not in captured.err
+        and "1 file(s) could not be featurized; 1 npz written" in captured.err
+    )
     assert (tmp_path / "o" / "good.npz").is_file()
 
 

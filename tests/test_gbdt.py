@@ -94,15 +94,17 @@ def signal_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data_dir = tmp_path_factory.mktemp("gbdt_signal")
     rng = np.random.default_rng(0)
     for split, count in (("train", 24), ("valid", 6), ("test", 6)):
-        write_split(data_dir, TILE, split, [make_tile_graph(rng, int(rng.integers(20, 60))) for _ in range(count)])
-        write_split(data_dir, LAYOUT, split, [make_layout_graph(rng, int(rng.integers(30, 80))) for _ in range(count)])
+        write_split(data_dir, TILE, split,
+                    [make_tile_graph(rng, int(rng.integers(20, 60))) for _ in range(count)])
+        write_split(data_dir, LAYOUT, split,
+                    [make_layout_graph(rng, int(rng.integers(30, 80))) for _ in range(count)])
     return data_dir
 
 
 def _fit(data_dir: Path, collection: Collection, seed: int = 0, **settings) -> GBDTRanker:
     ranker = GBDTRanker(replace(GBDTSettings.for_task(collection.task), **{**FAST, **settings}))
-    ranker.fit(collection, SplitSource(data_dir, collection, "train"), SplitSource(data_dir, collection, "valid"),
-               FitOptions(seed=seed, progress=False))
+    ranker.fit(collection, SplitSource(data_dir, collection, "train"),
+               SplitSource(data_dir, collection, "valid"), FitOptions(seed=seed, progress=False))
     return ranker
 
 
@@ -129,7 +131,8 @@ def test_feature_matrix_shape_matches_the_names(task: str, center: bool):
     settings = FeatureSettings(task=task, center_per_graph=center)
     names = feature_names(settings)
     config_names = tile_feature_names() if task == "tile" else layout_feature_names()
-    assert len(names) == len(set(names)) == len(graph_feature_names(task)) + len(config_names) * (2 if center else 1)
+    assert len(names) == len(set(names)) == (
+        len(graph_feature_names(task)) + len(config_names) * (2 if center else 1))
     features = config_features(graph, settings)
     assert features.shape == (7, len(names)) and features.dtype == np.float32
     assert np.isfinite(features).all()
@@ -213,12 +216,14 @@ def test_features_of_huge_tile_bounds_are_finite():
 def test_features_of_graphs_without_configs_or_configurable_nodes():
     rng = np.random.default_rng(4)
     empty_tile = make_tile_graph(rng, 0)
-    assert config_features(empty_tile, FeatureSettings(task="tile")).shape == (0, len(feature_names(FeatureSettings("tile"))))
+    assert config_features(empty_tile, FeatureSettings(task="tile")).shape == (
+        0, len(feature_names(FeatureSettings("tile"))))
     layout = make_layout_graph(rng, 3)
     layout.node_config_feat = np.zeros((3, 0, 18), np.float32)
     layout.node_config_ids = np.zeros(0, np.int64)
     features = config_features(layout, FeatureSettings(task="layout"))
-    assert features.shape == (3, len(feature_names(FeatureSettings("layout")))) and np.isfinite(features).all()
+    assert (features.shape == (3, len(feature_names(FeatureSettings("layout"))))
+            and np.isfinite(features).all())
     assert HeuristicMethod().predict(LAYOUT, layout).tolist() == [0.0, 0.0, 0.0]  # nothing to configure
     assert HeuristicMethod().predict(TILE, empty_tile).shape == (0,)
 
@@ -312,7 +317,8 @@ def test_ranker_satisfies_the_protocol():
     ({"num_rounds": 3}, SettingError, "setting num_rounds: --method gbdt has no such setting; did you mean "
                                       "num_boost_round?"),
     ({"objective": "nope"}, SettingError,
-     "setting objective=nope: unknown; objective must be one of lambdarank, rank_xendcg, regression, pairwise"),
+     "setting objective=nope: unknown; objective must be one of lambdarank, rank_xendcg, regression, "
+     "pairwise"),
     ({"objective": "Pairwise"}, SettingError, "setting objective=Pairwise: unknown (did you mean pairwise?)"),
     ({"linear_gain": False, "label_levels": 40}, SettingError, "at most 31 levels with exponential gains"),
     ({"pairwise_max_pairs": 0}, SettingError, "pairwise_max_pairs must be an integer >= 1"),
@@ -384,7 +390,8 @@ def test_predict_refuses_misuse(signal_data: Path):
 
 def test_load_refuses_features_this_code_does_not_compute(signal_data: Path, tmp_path: Path):
     _fit(signal_data, TILE).save(tmp_path)
-    settings = (tmp_path / "settings.json").read_text().replace('"graph_log_nodes"', '"graph_log_nodes_old"', 1)
+    settings = (tmp_path / "settings.json").read_text().replace(
+        '"graph_log_nodes"', '"graph_log_nodes_old"', 1)
     (tmp_path / "settings.json").write_text(settings)
     with pytest.raises(ValueError, match="feature names differ"):
         GBDTRanker.load(tmp_path)
@@ -485,7 +492,8 @@ def test_cv_folds_cover_every_graph_evenly():
 
 @pytest.mark.parametrize("collection", COLLECTIONS, ids=lambda c: c.name)
 def test_ranker_on_the_tiny_competition(tiny_competition: Path, collection: Collection):
-    """Hand-made graphs are regular; the embedded competition has real-looking ones (all opcodes, big shapes)."""
+    """Hand-made graphs are regular; the embedded competition has real-looking ones (all opcodes, big
+    shapes)."""
     public = tiny_competition / "public"
     ranker = _fit(public, collection)
     for split in ("valid", "test"):
@@ -516,7 +524,8 @@ def _with_tied_copy(graph: LayoutGraph) -> LayoutGraph:
     opcode = np.concatenate([graph.node_opcode, graph.node_opcode[graph.node_config_ids[:1]]])
     return LayoutGraph(node_feat=node_feat, node_opcode=opcode, edge_index=graph.edge_index,
                        config_runtime=graph.config_runtime,
-                       node_config_feat=np.concatenate([graph.node_config_feat, graph.node_config_feat[:, :1]], 1),
+                       node_config_feat=np.concatenate([graph.node_config_feat,
+                                                        graph.node_config_feat[:, :1]], 1),
                        node_config_ids=np.append(graph.node_config_ids, extra), node_splits=graph.node_splits)
 
 
@@ -579,8 +588,10 @@ def _two_hop_graph() -> LayoutGraph:
     feat[:, 1, 6:8] = [1, 0]  # B's input
     return LayoutGraph(
         node_feat=node_features([[64, 256]] * 5), node_opcode=np.array(opcodes, np.uint8),
-        edge_index=np.array([[1, 0], [2, 1], [3, 2], [4, 3]], np.int64), config_runtime=np.array([1, 2, 1]),
-        node_config_feat=feat, node_config_ids=np.array([1, 3], np.int64), node_splits=np.array([[0]], np.int64),
+        edge_index=np.array([[1, 0], [2, 1], [3, 2], [4, 3]], np.int64),
+        config_runtime=np.array([1, 2, 1]),
+        node_config_feat=feat, node_config_ids=np.array([1, 3], np.int64),
+        node_splits=np.array([[0]], np.int64),
     )
 
 
@@ -603,7 +614,8 @@ def test_winner_features_names_match_the_matrix_and_configs_subsets(tiny_competi
     names = feature_names(settings_on)
     assert len(names) == len(set(names)) == len(feature_names(FeatureSettings(task="layout"))) + 2 * len(
         WINNER_FEATURE_NAMES)
-    _, graph = next(iter(iter_split(tiny_competition / "public", COLLECTION_BY_NAME["layout:nlp:default"], "train")))
+    _, graph = next(iter(iter_split(tiny_competition / "public", COLLECTION_BY_NAME["layout:nlp:default"],
+                                    "train")))
     full = config_features(graph, settings_on)
     assert full.shape == (graph.num_configs, len(names)) and np.isfinite(full).all()
     # Repeat counts come from the whole graph, not from the configs featurized.
@@ -615,13 +627,15 @@ def test_winner_features_names_match_the_matrix_and_configs_subsets(tiny_competi
 # -- the pairwise objective (issue 14, item 2) --------------------------------------------------------
 
 
-def _pairwise_reference(scores: np.ndarray, labels: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def _pairwise_reference(scores: np.ndarray, labels: np.ndarray,
+                        sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Slow and obvious: a loop over every pair of every query; a query's loss is its size times the mean
     of log(1 + exp(-(s_fast - s_slow))) over its pairs of differing labels."""
     grad, hess = np.zeros(len(scores)), np.zeros(len(scores))
     start = 0
     for n in sizes:
-        pairs = [(i, j) for i in range(start, start + n) for j in range(start, start + n) if labels[i] > labels[j]]
+        pairs = [(i, j) for i in range(start, start + n) for j in range(start, start + n)
+                 if labels[i] > labels[j]]
         for fast, slow in pairs:
             q = 1.0 / (1.0 + np.exp(scores[fast] - scores[slow]))  # d loss / d (s_slow - s_fast)
             weight = n / len(pairs)
@@ -656,7 +670,8 @@ def test_pairwise_gradient_is_the_derivative_of_the_loss():
     scores, labels = rng.normal(size=20), rng.integers(0, 4, size=20).astype(float)
     grad, hess = pairwise_gradients(scores, labels, sizes)
     step = np.eye(20) * 1e-5
-    numeric = [(pairwise_loss(scores + step[k], labels, sizes) - pairwise_loss(scores - step[k], labels, sizes)) / 2e-5
+    numeric = [(pairwise_loss(scores + step[k], labels, sizes)
+                - pairwise_loss(scores - step[k], labels, sizes)) / 2e-5
                for k in range(20)]
     np.testing.assert_allclose(grad, numeric, atol=1e-5)
     # A query of all-tied labels (or of one config) has no pair: no gradient at all.
@@ -679,7 +694,8 @@ def test_pairwise_samples_pairs_of_huge_queries_without_bias():
     assert not np.array_equal(draws[0][0][:50], exact_grad[:50])
     again = pairwise_gradients(scores, labels, sizes, max_pairs=1000, rng=np.random.default_rng(0))
     np.testing.assert_array_equal(again[0], draws[0][0])  # the same seed draws the same pairs
-    with pytest.raises(ValueError, match="a query of 50 configs has more than 400 pairs: sampling them needs an rng"):
+    with pytest.raises(ValueError,
+                       match="a query of 50 configs has more than 400 pairs: sampling them needs an rng"):
         pairwise_gradients(scores, labels, sizes, max_pairs=400)
     with pytest.raises(ValueError, match="must both hold the 60 rows"):
         pairwise_gradients(scores[:59], labels[:59], sizes)
@@ -687,7 +703,8 @@ def test_pairwise_samples_pairs_of_huge_queries_without_bias():
 
 
 def test_pairwise_objective_on_the_tiny_competition(tiny_competition: Path, tmp_path: Path):
-    """objective=pairwise trains, stops on the official metric, predicts, saves and loads, deterministically."""
+    """objective=pairwise trains, stops on the official metric, predicts, saves and loads,
+    deterministically."""
     public = tiny_competition / "public"
     for collection in (COLLECTION_BY_NAME["tile:xla"], COLLECTION_BY_NAME["layout:nlp:random"]):
         ranker = _fit(public, collection, objective="pairwise")

@@ -571,7 +571,8 @@ def test_kendall_tau_scores_rejects(orders, runtimes, offsets, message):
         (
             [[0, -1], [-1, 0]],
             [0, 1, 3],
-            r"top_configs of graph 1 must list min\(k, n\) = 2 configs before any padding \(-1\); got \[-1, 0\]",
+            r"top_configs of graph 1 must list min\(k, n\) = 2 configs before any padding \(-1\); "
+            r"got \[-1, 0\]",
         ),
         (
             [[0, -1], [1, -1]],

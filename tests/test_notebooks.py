@@ -151,7 +151,8 @@ def test_unknown_scale_is_refused(clean_env, monkeypatch):
     with pytest.raises(ValueError, match=r"unknown scale 'huge'.*expected one of tiny, small"):
         find_data(scale="huge")
     monkeypatch.setenv(locate.SCALE_ENV, "medium")
-    with pytest.raises(ValueError, match=r"unknown scale 'medium' \(from the argument or \$TPUGRAPHS_SCALE\)"):
+    with pytest.raises(ValueError,
+                       match=r"unknown scale 'medium' \(from the argument or \$TPUGRAPHS_SCALE\)"):
         find_data()
 
 
@@ -279,16 +280,19 @@ def test_setup_notebook_works_in_the_checkouts_output_folder(tmp_path, monkeypat
     data = setup_notebook("../download")  # relative to where the notebook runs, before it moves
     assert data.public_dir.resolve() == download
     assert Path.cwd() == clone / "notebooks" / "output"
-    assert capsys.readouterr().out.endswith(f"Files written by this notebook: {clone / 'notebooks' / 'output'}\n")
+    assert capsys.readouterr().out.endswith(
+        f"Files written by this notebook: {clone / 'notebooks' / 'output'}\n")
 
 
-def test_setup_notebook_refuses_a_folder_without_competition_data(tmp_path, capsys, clean_env, not_in_checkout):
+def test_setup_notebook_refuses_a_folder_without_competition_data(tmp_path, capsys, clean_env,
+                                                                   not_in_checkout):
     (tmp_path / "notes").mkdir()
     with pytest.raises(FileNotFoundError) as refused:
         setup_notebook(tmp_path / "notes")
     message = str(refused.value)
     assert "\n" not in message
-    assert message.startswith(f"DATA_DIR = {str(tmp_path / 'notes')!r} holds no competition data: expected npz_all/")
+    assert message.startswith(f"DATA_DIR = {str(tmp_path / 'notes')!r} holds no competition data: "
+                              "expected npz_all/")
     assert message.endswith("Or leave it unset to use the embedded competition.")
     assert clean_env["calls"] == [] and Path.cwd() == not_in_checkout and capsys.readouterr().out == ""
 
@@ -329,7 +333,8 @@ def _check_outputs(name: str, nb: dict) -> None:
         lines = 0
         for output in cell.get("outputs", []):
             where = f"{name} code cell {index}"
-            assert output.get("output_type") != "error", f"{where}: {output.get('ename')}: {output.get('evalue')}"
+            assert output.get("output_type") != "error", (
+                f"{where}: {output.get('ename')}: {output.get('evalue')}")
             text = _output_text(output)
             assert "TqdmWarning" not in text, f"{where}: {text[:300]}"
             assert "\r" not in text, f"{where}: a carriage-return progress bar in the output"
@@ -349,9 +354,11 @@ def test_committed_notebook_is_executed_and_small(path: Path):
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     assert nb["cells"][0]["cell_type"] == "markdown"
     counts = [cell["execution_count"] for cell in _code_cells(nb)]
-    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: not executed top to bottom; run make notebooks"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: not executed top to bottom; run make notebooks")
     _check_outputs(path.name, nb)
-    assert nb["metadata"]["tpugraphs"]["data"]["scale"] == "small", "commit the outputs of the small competition"
+    assert nb["metadata"]["tpugraphs"]["data"]["scale"] == "small", (
+        "commit the outputs of the small competition")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -387,7 +394,8 @@ def test_staleness_is_detected(tmp_path: Path):
     assert reasons[1].startswith("executed on {'scale': 'small', 'seed': 0, 'generator_version': -1}")
     del nb["metadata"]["tpugraphs"]
     path.write_text(json.dumps(nb))
-    assert executor.stale_reasons(path, tmp_path) == ["never executed by notebooks/execute.py (no metadata.tpugraphs)"]
+    assert executor.stale_reasons(path, tmp_path) == [
+        "never executed by notebooks/execute.py (no metadata.tpugraphs)"]
 
 
 def test_repository_files_are_the_kits_own_code(tmp_path: Path):
@@ -399,10 +407,12 @@ def test_repository_files_are_the_kits_own_code(tmp_path: Path):
 
 def test_notebooks_share_the_setup_cell():
     """The first code cell makes the kit importable and calls it; it is the same everywhere, and short."""
-    first = {path.name: _source(_code_cells(json.loads(path.read_text(encoding="utf-8")))[0]) for path in NOTEBOOKS}
+    first = {path.name: _source(_code_cells(json.loads(path.read_text(encoding="utf-8")))[0])
+             for path in NOTEBOOKS}
     assert len(set(first.values())) == 1, f"setup cells differ: {sorted(first)}"
     setup = next(iter(first.values()))
-    assert "DATA_DIR = None" in setup and "SCALE = None" in setup and "setup_notebook(DATA_DIR, SCALE)" in setup
+    assert ("DATA_DIR = None" in setup and "SCALE = None" in setup
+            and "setup_notebook(DATA_DIR, SCALE)" in setup)
     code = [line for line in setup.splitlines() if line.strip() and not line.startswith("#")]
     assert len(code) <= 6, "the setup belongs in competition.data.locate.setup_notebook, not in the cell"
 
@@ -417,8 +427,8 @@ def _run_setup_without_site(tmp_path: Path, cwd: Path) -> subprocess.CompletedPr
     script = tmp_path / "setup_cell.py"
     script.write_text(_setup_cell() + "\nimport competition\nprint('KIT', competition.__file__)\n")
     env = {"PATH": os.environ.get("PATH", ""), locate.DATA_ENV: str(_fake_data(tmp_path / "data"))}
-    return subprocess.run([sys.executable, "-S", str(script)], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([sys.executable, "-S", str(script)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
 
 
 def test_setup_cell_finds_the_kit_of_a_clone_without_installing_it(tmp_path):

@@ -94,7 +94,8 @@ def check_prepared(source_dir: Path, out: Path) -> None:
         source_stem = Path(record["source"]).stem
         for name, stems in kept.items():
             mine, other = COLLECTION_BY_NAME[record["collection"]], COLLECTION_BY_NAME[name]
-            same_unit = mine == other or (mine.task.name == "layout" and other.task.name == "layout" and mine.source == other.source)
+            same_unit = mine == other or (mine.task.name == "layout" and other.task.name == "layout"
+                                          and mine.source == other.source)
             if same_unit:
                 assert source_stem not in stems and record["stem"] not in stems
                 if report["group_by"] == "family":  # by graph, only the program itself must go
@@ -106,7 +107,8 @@ def check_prepared(source_dir: Path, out: Path) -> None:
         sides.setdefault((record["collection"].rsplit(":", 1)[0], Path(record["source"]).stem), set()).add(
             record["split"] == "test")
         collection = COLLECTION_BY_NAME[record["collection"]]
-        public = out / "public" / "npz_all" / "npz" / collection.subpath / record["split"] / f"{record['stem']}.npz"
+        public = (out / "public" / "npz_all" / "npz" / collection.subpath / record["split"]
+                  / f"{record['stem']}.npz")
         if record["split"] != "test":
             assert public.read_bytes() == (source_root / record["source"]).read_bytes()
             continue
@@ -130,7 +132,8 @@ def check_prepared(source_dir: Path, out: Path) -> None:
         runtimes, normalizers = source_labels(source_root, record)
         np.testing.assert_array_equal(labels.runtimes[labels.offsets[g]:labels.offsets[g + 1]], runtimes)
         if normalizers is not None:
-            np.testing.assert_array_equal(labels.normalizers[labels.offsets[g]:labels.offsets[g + 1]], normalizers)
+            np.testing.assert_array_equal(labels.normalizers[labels.offsets[g]:labels.offsets[g + 1]],
+                                          normalizers)
         assert ["Public", "Private"][int(labels.usage[g])] == record["usage"]
     assert all(len(s) == 1 for s in sides.values()), "a program's default and random searches were split"
 
@@ -184,8 +187,10 @@ def test_same_seed_same_bytes_other_seed_other_split(tiny_competition, tiny_prep
     prepare_competition(tiny_competition / "public", again, seed=SEED, test_share=0.3, layout_test_configs=12)
     assert tree_hashes(again) == tree_hashes(tiny_prepared)
     other = tmp_path / "other"
-    prepare_competition(tiny_competition / "public", other, seed=SEED + 1, test_share=0.3, layout_test_configs=12)
-    assert (other / "private" / "solution.csv").read_bytes() != (tiny_prepared / "private" / "solution.csv").read_bytes()
+    prepare_competition(tiny_competition / "public", other, seed=SEED + 1, test_share=0.3,
+                        layout_test_configs=12)
+    assert ((other / "private" / "solution.csv").read_bytes()
+            != (tiny_prepared / "private" / "solution.csv").read_bytes())
 
 
 def test_leaderboard_accepts_the_prepared_competition(tiny_prepared, tmp_path, capsys):
@@ -241,7 +246,8 @@ def test_cli_prepare_and_refuse_a_non_empty_out(tiny_competition, tmp_path, caps
     ],
 )
 def test_cli_bad_options_exit_2(tiny_competition, tmp_path, capsys, extra, message):
-    assert main(["prepare", "--from", str(tiny_competition / "public"), "--out", str(tmp_path / "o"), *extra]) == 2
+    assert main(["prepare", "--from", str(tiny_competition / "public"), "--out", str(tmp_path / "o"),
+                 *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
@@ -331,7 +337,8 @@ def test_one_family_cannot_be_split(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "tile:xla: its graphs form 1 model family (resnet50)" in err and "--group-by graph" in err
     assert not out.exists()
-    assert main(["prepare", "--from", str(tmp_path / "source"), "--out", str(out), "--group-by", "graph"]) == 0
+    assert main(["prepare", "--from", str(tmp_path / "source"), "--out", str(out),
+                 "--group-by", "graph"]) == 0
 
 
 def test_unlabelled_source_is_refused(tmp_path, capsys):
@@ -365,8 +372,8 @@ def _tile(rng: np.random.Generator, configs: int) -> TileGraph:
 def test_partial_competition_validate_and_score(tiny_competition, tmp_path, capsys):
     out = tmp_path / "partial"
     chosen = ["tile:xla", "layout:nlp:random"]
-    assert main(["prepare", "--from", str(tiny_competition / "public"), "--out", str(out), "--test-share", "0.3",
-                 *[f"--collection={c}" for c in chosen]]) == 0
+    assert main(["prepare", "--from", str(tiny_competition / "public"), "--out", str(out),
+                 "--test-share", "0.3", *[f"--collection={c}" for c in chosen]]) == 0
     assert "--collection tile:xla --collection layout:nlp:random" in capsys.readouterr().out
     check_prepared(tiny_competition / "public", out)
     public, solution = out / "public", out / "private" / "solution.csv"
@@ -392,12 +399,15 @@ def test_partial_competition_validate_and_score(tiny_competition, tmp_path, caps
 
     assert main(["score", str(sample), "--solution", str(solution), "--json"]) == 0
     assert set(json.loads(capsys.readouterr().out)["collections"]) == set(chosen)
-    assert main(["score", str(tile_only), "--solution", str(solution), "--collection", "tile:xla", "--json"]) == 0
+    assert main(["score", str(tile_only), "--solution", str(solution), "--collection", "tile:xla",
+                 "--json"]) == 0
     assert set(json.loads(capsys.readouterr().out)["collections"]) == {"tile:xla"}
     assert main(["score", str(tile_only), "--solution", str(solution)]) == 1
     assert "a tile:xla row" not in capsys.readouterr().err  # missing nlp rows are the problem here
-    assert main(["score", str(tile_only), "--solution", str(solution), "--collection", "layout:xla:default"]) == 2
-    assert "has no rows of layout:xla:default; it holds rows of: tile:xla, layout:nlp:random" in capsys.readouterr().err
+    assert main(["score", str(tile_only), "--solution", str(solution),
+                 "--collection", "layout:xla:default"]) == 2
+    assert ("has no rows of layout:xla:default; it holds rows of: tile:xla, layout:nlp:random"
+            in capsys.readouterr().err)
 
 
 def test_partial_validate_on_a_partial_download(tiny_competition, tmp_path, capsys):
@@ -448,7 +458,8 @@ FAMILIES = [
     ("magenta_dynamic", "magenta_dynamic"),
     ("bert_en_uncased_L-12_H-768_A-12_batch_size_16_train", "bert_en_uncased_l-12_h-768_a-12"),
     ("bert_en_uncased_L-12_H-768_A-12_batch_size_64_test", "bert_en_uncased_l-12_h-768_a-12"),
-    ("small_bert_bert_en_uncased_L-4_H-256_A-4_batch_size_32_train", "small_bert_bert_en_uncased_l-4_h-256_a-4"),
+    ("small_bert_bert_en_uncased_L-4_H-256_A-4_batch_size_32_train",
+     "small_bert_bert_en_uncased_l-4_h-256_a-4"),
     ("albert_en_base_train_batch_size_16_-65bf4a2e8b2a8394", "albert_en_base"),
     ("talking-heads_base_batch_size_16_train", "talking-heads_base"),
     ("op_tuning_data_4ae805e53b8d2b8a", "op_tuning_data"),
@@ -473,8 +484,8 @@ def test_model_family_table(stem, family):
     fingerprint=st.one_of(st.none(), st.integers(1, 2**63 - 1), st.integers(-(2**63), -1)),
 )
 def test_run_settings_never_change_the_family(model, pattern, batch, topology, precision, mode, fingerprint):
-    stem = [f"{model}.{topology}.{precision}", f"{model}_batch_{batch}_{mode}", f"{model}_batch_{batch}_{precision}",
-            f"{model}_batch_size_{batch}_{mode}"][pattern]
+    stem = [f"{model}.{topology}.{precision}", f"{model}_batch_{batch}_{mode}",
+            f"{model}_batch_{batch}_{precision}", f"{model}_batch_size_{batch}_{mode}"][pattern]
     if fingerprint is not None:
         stem += f"_{'-' if fingerprint < 0 else ''}{abs(fingerprint):x}"
     assert model_family(stem) == model_family(model) == model.lower()
@@ -565,15 +576,17 @@ def test_sampled_layout_equals_whole_file_reference(tmp_path, compressed, chunk_
     rng = np.random.default_rng(SEED + chunk_bytes)
     configs, nc, n = 300, 6, 20
     graph = LayoutGraph(
-        node_feat=rng.random((n, 140), dtype=np.float32), node_opcode=rng.integers(1, 120, n).astype(np.uint8),
+        node_feat=rng.random((n, 140), dtype=np.float32),
+        node_opcode=rng.integers(1, 120, n).astype(np.uint8),
         edge_index=np.array([[i + 1, i] for i in range(n - 1)], np.int64),
-        config_runtime=rng.integers(1, 10**9, configs), node_config_feat=rng.integers(-1, 6, (configs, nc, 18)).astype(np.float32),
+        config_runtime=rng.integers(1, 10**9, configs),
+        node_config_feat=rng.integers(-1, 6, (configs, nc, 18)).astype(np.float32),
         node_config_ids=np.sort(rng.choice(n, nc, replace=False)), node_splits=np.array([[0, 7]], np.int64),
     )
     path = tmp_path / "g.npz"
     save_graph(graph, path, compressed=compressed)
-    for indices in (rng.choice(configs, 40, replace=False), rng.permutation(configs), np.array([configs - 1, 0]),
-                    np.array([], np.int64)):
+    for indices in (rng.choice(configs, 40, replace=False), rng.permutation(configs),
+                    np.array([configs - 1, 0]), np.array([], np.int64)):
         got = read_sampled_layout(path, indices, chunk_bytes)
         np.testing.assert_array_equal(got["node_config_feat"], graph.node_config_feat[indices])
         np.testing.assert_array_equal(got["config_runtime"], graph.config_runtime[indices])
@@ -610,8 +623,8 @@ def test_bad_config_value_and_truncated_member_are_named(tmp_path):
 
 _TILE_STEMS = ["resnet50.4x4.fp16", "resnet50_batch_32_train", "alexnet_train_batch_32", "alexnet.2x2.fp32",
                "ncf.2x2.fp32", "efficientnet_b7_eval_batch_1", "unet_3d.4x4.bf16"]
-_XLA_STEMS = ["resnet50.4x4.fp16", "resnet50.8x8.fp32", "bert_pretraining.4x4.bf16", "inception_v3_batch_128_train",
-              "ncf.2x2.fp32", "unet_3d.4x4.bf16"]
+_XLA_STEMS = ["resnet50.4x4.fp16", "resnet50.8x8.fp32", "bert_pretraining.4x4.bf16",
+              "inception_v3_batch_128_train", "ncf.2x2.fp32", "unet_3d.4x4.bf16"]
 _NLP_STEMS = ["bert_en_uncased_L-12_H-768_A-12_batch_size_16_train",
               "bert_en_uncased_L-12_H-768_A-12_batch_size_32_test", "albert_en_base_batch_size_16_train",
               "electra_small_batch_size_8_test", "talking-heads_base_batch_size_16_train"]
@@ -660,12 +673,14 @@ def test_real_protos_prepared(real_tree, tmp_path, group_by):
     assert summary.ignored_test["tile:xla"] == 1
     check_prepared(real_tree, out)
     report = split_report(out)
-    layout_tests = [r for r in report["graphs"] if r["split"] == "test" and r["collection"].startswith("layout")]
+    layout_tests = [r for r in report["graphs"]
+                    if r["split"] == "test" and r["collection"].startswith("layout")]
     assert layout_tests and all(r["source_configs"] == 112 and len(r["configs"]) == 50 for r in layout_tests)
     with open(out / "private" / "solution.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert {row["Usage"] for row in rows} <= {"Public", "Private"}
     assert all(row["Normalizers"] == "" for row in rows if row["ID"].startswith("layout"))
     again = tmp_path / "again"
-    prepare_competition(real_tree, again, seed=SEED, test_share=0.25, layout_test_configs=50, group_by=group_by)
+    prepare_competition(real_tree, again, seed=SEED, test_share=0.25, layout_test_configs=50,
+                        group_by=group_by)
     assert tree_hashes(again) == tree_hashes(out)

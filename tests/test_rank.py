@@ -55,8 +55,8 @@ def trained(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("rank")
     generate_competition(root / "comp", scale="tiny", seed=0)
-    code = main(["solve", "--method", "gbdt", "--collection", COLLECTION, "--data", str(root / "comp" / "public"),
-                 "--out", str(root / "sub.csv")])
+    code = main(["solve", "--method", "gbdt", "--collection", COLLECTION,
+                 "--data", str(root / "comp" / "public"), "--out", str(root / "sub.csv")])
     assert code == 0
     # A tile model in the same folder (runs on other collections accumulate); leaves of 2 rows, so that
     # the tiny competition's few kernels give a model that orders the real kernels (20 rows: one leaf).
@@ -210,7 +210,8 @@ def test_a_hand_written_module_is_ranked_against_its_default(capsys, trained, tm
     assert result["candidates"] == 3 and sorted(t["candidate"] for t in result["top"]) == [0, 1, 2]
     changes = {t["candidate"]: t["changes"] for t in result["top"]}
     assert changes[0] == []
-    assert changes[1] == [{"node": 4, "opcode": "convolution", "tensor": "output", "from": [1, 0], "to": [0, 1]}]
+    assert changes[1] == [{"node": 4, "opcode": "convolution", "tensor": "output",
+                           "from": [1, 0], "to": [0, 1]}]
     assert [c["tensor"] for c in changes[2]] == ["input", "kernel"]
     # Sampling: each tensor's observed settings and their minor-most swaps, one node: at most 8 configs.
     sampled = ranked(capsys, path, trained, "--sample", "50")
@@ -326,7 +327,8 @@ def test_tile_refusals_say_what_to_do(capsys, trained, tmp_path):
 
 def _truncated(tmp_path: Path) -> Path:
     path = tmp_path / "truncated.pb"
-    path.write_bytes(LAYOUT_PROTO.read_bytes()[:5000]) if LAYOUT_PROTO.is_file() else path.write_bytes(b"\x0a\x50ab")
+    (path.write_bytes(LAYOUT_PROTO.read_bytes()[:5000]) if LAYOUT_PROTO.is_file()
+     else path.write_bytes(b"\x0a\x50ab"))
     return path
 
 
@@ -418,7 +420,8 @@ def test_bad_candidates_and_models_are_named(capsys, trained, tmp_path):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**16), nodes=st.integers(1, 6), measured=st.integers(1, 8), count=st.integers(1, 40))
+@given(seed=st.integers(0, 2**16), nodes=st.integers(1, 6), measured=st.integers(1, 8),
+       count=st.integers(1, 40))
 def test_sampling_keeps_groups_tied_and_unset_slots_unset(seed, nodes, measured, count):
     """On random measured configs with two tied nodes: tied stays tied, a slot never set stays unset,
     every sampled config is distinct, and each node's setting comes from its menu."""

@@ -30,15 +30,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("files", nargs="+", metavar="FILE.pb", help="proto files, or folders holding *.pb files")
-    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the npz files (created if needed)")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE.pb", help="proto files, or folders holding *.pb files"
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="folder for the npz files (created if needed)"
+    )
     parser.add_argument(
         "--kind", choices=("tile", "layout"), help="message type of every FILE (default: detect per file)"
     )
     parser.add_argument(
-        "--stored", action="store_true", help="write uncompressed npz (faster to read, larger; default: compressed)"
+        "--stored",
+        action="store_true",
+        help="write uncompressed npz (faster to read, larger; default: compressed)",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="a line per tile kernel and per kernel left out")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="a line per tile kernel and per kernel left out"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -89,26 +97,36 @@ def run(args: argparse.Namespace) -> int:
         graphs = [g for _, g in result.graphs]
         if not result.format.many:  # one program per file (layout)
             graph = graphs[0]
-            note = "" if graph.num_configs else " (no usable default run: every run dropped, as upstream does)"
+            note = (
+                "" if graph.num_configs else " (no usable default run: every run dropped, as upstream does)"
+            )
             print(
-                f"{pb}: layout graph -> {out_dir / (result.graphs[0][0] + '.npz')}: {graph.num_nodes:,} nodes, "
+                f"{pb}: layout graph -> {out_dir / (result.graphs[0][0] + '.npz')}: "
+                f"{graph.num_nodes:,} nodes, "
                 f"{graph.num_edges:,} edges, {graph.num_configs:,} configs, "
                 f"{graph.num_configurable_nodes:,} configurable nodes{note}"
             )
         elif graphs:
             print(
-                f"{pb}: {len(graphs)} tile kernels -> {out_dir}: {_span([g.num_nodes for g in graphs])} nodes, "
-                f"{_span([g.num_edges for g in graphs])} edges, {_span([g.num_configs for g in graphs])} configs"
+                f"{pb}: {len(graphs)} tile kernels -> {out_dir}: "
+                f"{_span([g.num_nodes for g in graphs])} nodes, "
+                f"{_span([g.num_edges for g in graphs])} edges, "
+                f"{_span([g.num_configs for g in graphs])} configs"
                 f"{f', {len(result.skipped)} kernels left out' if result.skipped else ''}"
             )
         else:
             print(f"{pb}: no tile kernel to featurize ({len(result.skipped)} left out)")
         if args.verbose:
             for name, graph in result.graphs if result.format.many else []:
-                print(f"  {name}: {graph.num_nodes} nodes, {graph.num_edges} edges, {graph.num_configs} configs")
+                print(
+                    f"  {name}: {graph.num_nodes} nodes, {graph.num_edges} edges, {graph.num_configs} configs"
+                )
             for line in result.skipped:
                 print(f"  left out {line}")
     if failures:
-        print(f"tpugraphs featurize: {failures} file(s) could not be featurized; {written} npz written", file=sys.stderr)
+        print(
+            f"tpugraphs featurize: {failures} file(s) could not be featurized; {written} npz written",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -1,6 +1,7 @@
 """The official metrics: tile slowdown and layout Kendall tau, per graph and vectorised over graphs.
 
-Two scores, both higher-is-better, each averaged over the graphs of a collection (docs/competition.md, The metric):
+Two scores, both higher-is-better, each averaged over the graphs of a collection
+(docs/competition.md, The metric):
 
 - **tile slowdown** (``tile:xla``), per graph: ``2 - min(y[top_configs[:k]]) / min(y)`` with
   ``y = runtimes / normalizers`` in float64 and ``k = 5``. 1.0 when the best config is among the

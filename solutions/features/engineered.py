@@ -48,11 +48,13 @@ class FeatureSettings:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    # settings saved before a field existed get its default
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> FeatureSettings:  # settings saved before a field existed get its default
+    def from_json(cls, data: dict[str, Any]) -> FeatureSettings:
         if data.get("version") != FEATURE_VERSION:
             raise ValueError(
-                f"saved features are version {data.get('version')}, this code computes version {FEATURE_VERSION}; "
+                f"saved features are version {data.get('version')}, "
+                f"this code computes version {FEATURE_VERSION}; "
                 "retrain the model"
             )
         return cls(**data)
@@ -61,15 +63,18 @@ class FeatureSettings:
 def _config_feature_names(settings: FeatureSettings) -> list[str]:
     check_kind(settings.task)
     return {"tile": tile_feature_names,
-            "layout": lambda: layout_feature_names() + (WINNER_FEATURE_NAMES if settings.winner_features else [])
+            "layout": lambda: layout_feature_names() + (WINNER_FEATURE_NAMES if settings.winner_features
+                                                        else [])
             }[settings.task]()
 
 
-def _tile_config_features(graph: TileGraph, settings: FeatureSettings, configs: np.ndarray | None) -> np.ndarray:
+def _tile_config_features(graph: TileGraph, settings: FeatureSettings,
+                          configs: np.ndarray | None) -> np.ndarray:
     return tile_features(graph if configs is None else graph.select_configs(configs))
 
 
-def _layout_config_features(graph: LayoutGraph, settings: FeatureSettings, configs: np.ndarray | None) -> np.ndarray:
+def _layout_config_features(graph: LayoutGraph, settings: FeatureSettings,
+                            configs: np.ndarray | None) -> np.ndarray:
     return layout_features(graph, layout_context(graph), configs=configs,
                            collapse_tied_nodes=settings.collapse_tied_nodes,
                            winner_features=settings.winner_features)
@@ -89,7 +94,8 @@ def feature_names(settings: FeatureSettings) -> list[str]:
     return names
 
 
-def config_features(graph: Graph, settings: FeatureSettings, *, configs: np.ndarray | None = None) -> np.ndarray:
+def config_features(graph: Graph, settings: FeatureSettings, *,
+                    configs: np.ndarray | None = None) -> np.ndarray:
     """(c', F) float32 feature matrix of a graph's configs, F = len(feature_names(settings)).
 
     Args:
@@ -102,7 +108,8 @@ def config_features(graph: Graph, settings: FeatureSettings, *, configs: np.ndar
         raise ValueError(f"a {graph.task.name} graph given to {settings.task} features")
     check_kind(settings.task)
     config = _CONFIG_FEATURES_OF_KIND[settings.task](graph, settings, configs)
-    shared = np.broadcast_to(graph_features(graph), (config.shape[0], len(graph_feature_names(settings.task))))
+    shared = np.broadcast_to(graph_features(graph),
+                             (config.shape[0], len(graph_feature_names(settings.task))))
     blocks = [shared, config]
     if settings.center_per_graph:
         blocks.append(config - config.mean(axis=0, keepdims=True) if config.shape[0] else config)

@@ -2,7 +2,8 @@
 
 Released ``node_feat`` columns span ten orders of magnitude: one-hot flags (0/1), dimension
 indices (0..5), sizes (1..1e4) and the ``*_sum`` / ``*_product`` columns that reach 1e8 and more
-(docs/competition.md, Data format). Fed raw, the products dominate every dot product and a network learns nothing else.
+(docs/competition.md, Data format). Fed raw, the products dominate every dot product and a network
+learns nothing else.
 The scaling here is ``sign(x) * log1p(|x|)``: stateless (nothing to fit, save or leak from the
 validation split), monotone (orders inside a column are kept), the identity near 0 (flags and
 indices stay almost as they are) and logarithmic for sizes, which is how runtimes depend on them.
@@ -41,7 +42,8 @@ NODE_FEAT_COLUMNS: dict[str, slice] = {
                                   "shape_element_type_is_token"),
     # sizes of the (up to 6) output dimensions, 0-padded
     "shape_dimensions": _span(NODE_FEATURE_NAMES, "shape_dimensions_0", "shape_dimensions_5"),
-    "shape_dimensions_sum_product": _span(NODE_FEATURE_NAMES, "shape_dimensions_sum", "shape_dimensions_product"),
+    "shape_dimensions_sum_product": _span(NODE_FEATURE_NAMES, "shape_dimensions_sum",
+                                          "shape_dimensions_product"),
     # e.g. reduce / transpose / broadcast dimensions
     "dimensions": _span(NODE_FEATURE_NAMES, "dimensions_0", "dimensions_5"),
     "window": _span(NODE_FEATURE_NAMES, "window_size_0", "window_window_reversal_false_count"),

@@ -101,12 +101,14 @@ class GBDTRanker:
     # ------------------------------------------------------------------------------------------
     # Training
 
-    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource, options: FitOptions) -> None:
+    def fit(self, collection: Collection, train: SplitSource, valid: SplitSource,
+            options: FitOptions) -> None:
         """Train on ``train``; stop early on the official metric of ``valid`` (when it has graphs)."""
         import_lightgbm()  # fail before reading any data when lightgbm is missing
 
         started = time.perf_counter()
-        settings = replace(self.base_settings or GBDTSettings.for_task(collection.task.name), **self.overrides)
+        settings = replace(self.base_settings or GBDTSettings.for_task(collection.task.name),
+                           **self.overrides)
         self.settings = settings
         self.collection_name = collection.name
         self.features = FeatureSettings(task=collection.task.name, center_per_graph=settings.center_per_graph,
@@ -130,7 +132,8 @@ class GBDTRanker:
         self.history = {}
         rounds = settings.num_boost_round
         if plan.mode == CROSS_VALIDATION:
-            rounds, folds = self._cross_validated_rounds(collection, train_rows, settings, options, started, rng)
+            rounds, folds = self._cross_validated_rounds(collection, train_rows, settings, options, started,
+                                                         rng)
             self.selection["cv_folds"] = folds
             self.selection["cv_best_round"] = rounds
             valid_rows = Queries()  # the few informative valid graphs do not choose anything
@@ -152,7 +155,8 @@ class GBDTRanker:
         ranking = settings.objective != "regression"
         dataset_params: dict[str, Any] = {"max_bin": settings.max_bin, "verbosity": -1}
         train_data = {"data": np.concatenate(train_rows.features), "label": np.concatenate(train_rows.labels),
-                      "group": train_rows.sizes if ranking else None, "feature_name": feature_names(self.features),
+                      "group": train_rows.sizes if ranking else None,
+                      "feature_name": feature_names(self.features),
                       "free_raw_data": True, "params": dataset_params}
         train_set = lgb.Dataset(**train_data)
         if settings.objective == "pairwise" and not has_splittable_feature(train_set):
@@ -183,7 +187,8 @@ class GBDTRanker:
         )
 
     def _cross_validated_rounds(self, collection: Collection, train_rows: Queries, settings: GBDTSettings,
-                                options: FitOptions, started: float, rng: np.random.Generator) -> tuple[int, int]:
+                                options: FitOptions, started: float,
+                                rng: np.random.Generator) -> tuple[int, int]:
         """The round count with the best mean official score over ``CV_FOLDS`` folds of the train graphs
         (each fold trained on the others for every round, no early stopping), and the folds used."""
         graph_ids = np.unique(train_rows.graphs)
@@ -230,7 +235,8 @@ class GBDTRanker:
     # Persistence
 
     def save(self, path: Path) -> None:
-        """Write ``path/model.txt`` and ``path/settings.json`` (``path`` is a directory, created if needed)."""
+        """Write ``path/model.txt`` and ``path/settings.json`` (``path`` is a directory, created if
+        needed)."""
         if self.booster is None:
             raise RuntimeError("GBDTRanker.save called before fit")
         path = Path(path)
@@ -255,7 +261,8 @@ class GBDTRanker:
         meta = json.loads((path / SETTINGS_FILE).read_text())
         features = FeatureSettings.from_json(meta["features"])
         if meta["feature_names"] != feature_names(features):
-            raise ValueError(f"{path / SETTINGS_FILE}: the saved feature names differ from this code's; retrain")
+            raise ValueError(f"{path / SETTINGS_FILE}: the saved feature names differ from this code's; "
+                             "retrain")
         try:
             ranker = cls(settings=replace(GBDTSettings(), **meta["settings"]))
         except (SettingError, TypeError) as exc:  # a hand-edited or foreign file

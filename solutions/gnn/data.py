@@ -27,8 +27,9 @@ CPU (a step moves what it samples to the device). The preprocessing is what make
   and in prediction alike.
 
 Tensor conventions: edges are PyG's (2, m) ``[source, target]`` with source = producer and
-target = consumer (the released rows are ``[consumer, producer]``, docs/competition.md, Data format), so a plain
-``MessagePassing`` layer sends each value downstream to its users, and the flipped edges upstream.
+target = consumer (the released rows are ``[consumer, producer]``, docs/competition.md, Data format),
+so a plain ``MessagePassing`` layer sends each value downstream to its users, and the flipped edges
+upstream.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def default_pruning() -> GraphTransform:
     """The pruning the GNN uses on layout graphs when pruning is on and no transform is given."""
     transform = parse_pruning(DEFAULT_PRUNING)
     if transform is None:
-        raise ValueError(f"DEFAULT_PRUNING is {DEFAULT_PRUNING!r}; the default must prune (use prune=False for none)")
+        raise ValueError(f"DEFAULT_PRUNING is {DEFAULT_PRUNING!r}; "
+                         "the default must prune (use prune=False for none)")
     return transform
 
 
@@ -113,21 +115,25 @@ class LayoutInputs:
         if self.tied is None:
             raise ValueError("tied links asked for, but this example was built without its tied groups "
                              "(make_example(..., find_tied=True))")
-        members = torch.nonzero(self.tied != torch.arange(self.tied.shape[0], device=self.tied.device)).flatten()
-        group = torch.cat([torch.stack([members, self.tied[members]]), torch.stack([self.tied[members], members])], 1)
+        members = torch.nonzero(
+            self.tied != torch.arange(self.tied.shape[0], device=self.tied.device)).flatten()
+        group = torch.cat([torch.stack([members, self.tied[members]]),
+                           torch.stack([self.tied[members], members])], 1)
         return torch.cat([self.links, group], dim=1)
 
     def to(self, device: torch.device | str) -> LayoutInputs:
         if self.node_feat.device == torch.device(device):
             return self  # keeps the links computed on it for the next step
         self.config_links()  # computed once here, not on every step's copy
-        return LayoutInputs(self.node_feat.to(device), self.node_opcode.to(device), self.edge_index.to(device),
+        return LayoutInputs(self.node_feat.to(device), self.node_opcode.to(device),
+                            self.edge_index.to(device),
                             self.config_node_ids.to(device), self.common_rows.to(device),
                             None if self.links is None else self.links.to(device),
                             None if self.tied is None else self.tied.to(device))
 
 
-def configurable_links(edge_index: torch.Tensor, config_node_ids: torch.Tensor, num_nodes: int) -> torch.Tensor:
+def configurable_links(edge_index: torch.Tensor, config_node_ids: torch.Tensor,
+                       num_nodes: int) -> torch.Tensor:
     """Producer -> consumer links between configurable nodes, directly or through one other node.
 
     A layout cost arises where a tensor changes layout between the node that writes it and the node
@@ -201,7 +207,8 @@ class TileExample:
     node_opcode: torch.Tensor  # (n,) int64
     edge_index: torch.Tensor  # (2, m) int64, [producer, consumer]
     config_feat: torch.Tensor  # (c, 24 [+ TILE_GEOMETRY_COLUMNS]) float32, scaled (tile_config_tensor)
-    runtime: torch.Tensor | None  # (c,) float64 runtime / normalizer (what the metric ranks); None if unlabeled
+    # (c,) float64 runtime / normalizer (what the metric ranks); None if unlabeled
+    runtime: torch.Tensor | None
     config_inverse: np.ndarray | None = None  # (c0,) int64 kept config of each file config; None = identity
 
     @property
@@ -217,7 +224,8 @@ class TileExample:
 
 
 def _labeled(runtime: np.ndarray) -> bool:
-    """Test files carry all-zero runtimes (docs/competition.md, Data format: Test files): those are not labels."""
+    """Test files carry all-zero runtimes (docs/competition.md, Data format: Test files): those are not
+    labels."""
     return runtime.size > 0 and bool((runtime > 0).all())
 
 
@@ -243,7 +251,8 @@ def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bo
     feat, opcode, edges = graph_tensors(graph.node_feat, graph.node_opcode, graph.edge_index)
     codes = pack_layout_vector_codes(graph.node_config_feat)  # (c, nc): the common rows and the tied groups
     tied = torch.from_numpy(_tied(codes)) if find_tied else None
-    inputs = LayoutInputs(feat, opcode, edges, torch.from_numpy(np.asarray(graph.node_config_ids, dtype=np.int64)),
+    inputs = LayoutInputs(feat, opcode, edges,
+                          torch.from_numpy(np.asarray(graph.node_config_ids, dtype=np.int64)),
                           torch.from_numpy(most_common_rows(graph.node_config_feat, codes)), tied=tied)
     del codes
     configs, runtime = graph.node_config_feat, graph.config_runtime
@@ -317,7 +326,8 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
     )
 
 
-TILE_GEOMETRY_COLUMNS = len(tile_feature_names()) - TILE_CONFIG_DIM  # engineered columns after the 24 raw ones
+# engineered columns after the 24 raw ones
+TILE_GEOMETRY_COLUMNS = len(tile_feature_names()) - TILE_CONFIG_DIM
 
 
 def tile_config_tensor(graph: TileGraph, *, geometry: bool) -> np.ndarray:
@@ -428,6 +438,11 @@ def tile_batch(examples: list[TileExample], config_index: list[torch.Tensor]) ->
         edge_index=edges,
         ptr=ptr,
         config_feat=torch.cat([e.config_feat[i] for e, i in zip(examples, config_index, strict=True)]),
-        config_graph=torch.cat([torch.full((len(i),), g, dtype=torch.int64) for g, i in enumerate(config_index)]),
-        runtime=torch.cat([e.runtime[i] for e, i in zip(examples, config_index, strict=True)]) if labeled else None,
+        config_graph=torch.cat(
+            [torch.full((len(i),), g, dtype=torch.int64) for g, i in enumerate(config_index)]
+        ),
+        runtime=(
+            torch.cat([e.runtime[i] for e, i in zip(examples, config_index, strict=True)])
+            if labeled else None
+        ),
     )

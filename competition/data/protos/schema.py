@@ -188,7 +188,9 @@ def _check_schemas() -> None:
     for type_name, fields in SCHEMAS.items():
         for number, field in fields.items():
             if field.kind not in scalar and field.kind not in SCHEMAS:
-                raise AssertionError(f"{type_name}.{field.name} (field {number}) names unknown message {field.kind}")
+                raise AssertionError(
+                    f"{type_name}.{field.name} (field {number}) names unknown message {field.kind}"
+                )
             if field.lazy and (field.kind in scalar or not field.repeated):
                 raise AssertionError(f"{type_name}.{field.name}: only repeated message fields can be lazy")
 

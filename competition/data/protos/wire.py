@@ -11,7 +11,8 @@ present under its name, with proto3 defaults for scalars (0, False, ""), ``[]`` 
 Fields marked ``lazy`` in the schema (the runs of a ``ModuleTuningData``) come back as a
 ``LazyMessages`` sequence that decodes one element per access, and the millions of small
 ``LayoutConfig`` messages of a big layout file go through a fast reader for their usual encoding
-(anything unusual falls back to the general decoder). Any malformed input raises ``WireFormatError`` with the absolute byte offset and the field path, e.g.
+(anything unusual falls back to the general decoder). Any malformed input raises ``WireFormatError``
+with the absolute byte offset and the field path, e.g.
 ``byte 51234: TuningData.modules[3].module.computations[0]: length 912 runs past the end (400 left)``.
 """
 
@@ -23,7 +24,14 @@ from typing import Any, overload
 from competition.data.protos.schema import SCHEMAS, Field
 
 VARINT, FIXED64, LENGTH_DELIMITED, START_GROUP, END_GROUP, FIXED32 = 0, 1, 2, 3, 4, 5
-_WIRE_TYPE_NAMES = {0: "varint", 1: "64-bit", 2: "length-delimited", 3: "start-group", 4: "end-group", 5: "32-bit"}
+_WIRE_TYPE_NAMES = {
+    0: "varint",
+    1: "64-bit",
+    2: "length-delimited",
+    3: "start-group",
+    4: "end-group",
+    5: "32-bit",
+}
 
 _SCALAR_WIRE_TYPE = {
     "int64": VARINT,
@@ -102,7 +110,9 @@ def iter_fields(buf: bytes | memoryview, start: int, end: int, path: str):
             length, pos = read_varint(buf, pos, end, f"{path} field {number}")
             if length > end - pos:
                 raise WireFormatError(
-                    key_offset, path, f"field {number}: length {length} runs past the end ({end - pos} bytes left)"
+                    key_offset,
+                    path,
+                    f"field {number}: length {length} runs past the end ({end - pos} bytes left)",
                 )
             value = (pos, pos + length)
             pos += length
@@ -117,7 +127,9 @@ def iter_fields(buf: bytes | memoryview, start: int, end: int, path: str):
             value = int.from_bytes(buf[pos : pos + 4], "little")
             pos += 4
         elif wire_type in (START_GROUP, END_GROUP):
-            raise WireFormatError(key_offset, path, f"field {number}: groups (wire type {wire_type}) are not supported")
+            raise WireFormatError(
+                key_offset, path, f"field {number}: groups (wire type {wire_type}) are not supported"
+            )
         else:
             raise WireFormatError(key_offset, path, f"field {number}: invalid wire type {wire_type}")
         yield number, wire_type, value, key_offset
@@ -271,20 +283,25 @@ def _decode(buf, start: int, end: int, type_name: str, path: str) -> dict[str, A
         if kind in _SCALAR_WIRE_TYPE:
             expected = _SCALAR_WIRE_TYPE[kind]
             if field.repeated and wire_type == LENGTH_DELIMITED and expected == VARINT:
-                message[field.name].extend(_read_packed(buf, value[0], value[1], kind, f"{path}.{field.name}"))
+                message[field.name].extend(
+                    _read_packed(buf, value[0], value[1], kind, f"{path}.{field.name}")
+                )
                 continue
             if wire_type != expected:
                 raise WireFormatError(
                     key_offset,
                     path,
-                    f"field {number} ({field.name}) has wire type {wire_type} ({_WIRE_TYPE_NAMES.get(wire_type)}), "
+                    f"field {number} ({field.name}) has wire type {wire_type} "
+                    f"({_WIRE_TYPE_NAMES.get(wire_type)}), "
                     f"expected {expected} ({_WIRE_TYPE_NAMES[expected]}) for a {kind}",
                 )
             if kind == "string":
                 try:
                     decoded: Any = bytes(buf[value[0] : value[1]]).decode("utf-8")
                 except UnicodeDecodeError:
-                    raise WireFormatError(key_offset, path, f"field {number} ({field.name}) is not valid UTF-8") from None
+                    raise WireFormatError(
+                        key_offset, path, f"field {number} ({field.name}) is not valid UTF-8"
+                    ) from None
             elif kind == "bytes":
                 decoded = bytes(buf[value[0] : value[1]])
             else:
@@ -298,7 +315,8 @@ def _decode(buf, start: int, end: int, type_name: str, path: str) -> dict[str, A
                 raise WireFormatError(
                     key_offset,
                     path,
-                    f"field {number} ({field.name}) has wire type {wire_type} ({_WIRE_TYPE_NAMES.get(wire_type)}), "
+                    f"field {number} ({field.name}) has wire type {wire_type} "
+                    f"({_WIRE_TYPE_NAMES.get(wire_type)}), "
                     f"expected 2 (length-delimited) for a {kind} message",
                 )
             if field.lazy:
@@ -306,7 +324,9 @@ def _decode(buf, start: int, end: int, type_name: str, path: str) -> dict[str, A
             elif field.repeated:
                 index = counts.get(number, 0)
                 counts[number] = index + 1
-                message[field.name].append(_decode(buf, value[0], value[1], kind, f"{path}.{field.name}[{index}]"))
+                message[field.name].append(
+                    _decode(buf, value[0], value[1], kind, f"{path}.{field.name}[{index}]")
+                )
             else:
                 fast = _FAST_DECODERS.get(kind)
                 child = fast(buf, value[0], value[1]) if fast is not None else None
@@ -324,7 +344,9 @@ def _decode(buf, start: int, end: int, type_name: str, path: str) -> dict[str, A
     return message
 
 
-def decode_message(data: bytes | memoryview, type_name: str, *, start: int = 0, end: int | None = None) -> dict:
+def decode_message(
+    data: bytes | memoryview, type_name: str, *, start: int = 0, end: int | None = None
+) -> dict:
     """Decode ``data[start:end]`` as a message of ``type_name`` (a key of ``schema.SCHEMAS``).
 
     Raises ``WireFormatError`` (byte offset and field path in the message) on malformed bytes.

@@ -115,7 +115,8 @@ def _pad_to(x: np.ndarray, multiple: int) -> np.ndarray:
     return np.ceil(x / multiple) * multiple
 
 
-def tile_runtime(profile: KernelProfile, output_tiles: np.ndarray, input_feature_tiles: np.ndarray | None = None,
+def tile_runtime(profile: KernelProfile, output_tiles: np.ndarray,
+                 input_feature_tiles: np.ndarray | None = None,
                  *, compiler_view: bool = False) -> np.ndarray:
     """Noise-free runtime (ns, float64) of a kernel under each output tiling.
 
@@ -139,7 +140,8 @@ def tile_runtime(profile: KernelProfile, output_tiles: np.ndarray, input_feature
     tile_elems = np.prod(tiles, axis=1)
     computed = n_tiles * np.prod(padded, axis=1)  # element slots computed, padding included
     per_out = 1.0 / profile.out_elements
-    compute = computed * per_out * (profile.mxu_flops / PEAK_MXU_FLOPS_PER_NS + profile.vpu_flops / PEAK_VPU_FLOPS_PER_NS)
+    compute = computed * per_out * (profile.mxu_flops / PEAK_MXU_FLOPS_PER_NS
+                                    + profile.vpu_flops / PEAK_VPU_FLOPS_PER_NS)
 
     out_tile_bytes = tile_elems * profile.out_bytes
     traffic = n_tiles * out_tile_bytes
@@ -276,7 +278,8 @@ class LayoutCostTables:
     fixed_out: tuple[np.ndarray, np.ndarray, np.ndarray]  # (node j, compiled layout (k, 6), cost (k,))
     fixed_in: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (node j, slot, producer layout, cost)
     linked: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (producer j, consumer j, slot, cost)
-    shared: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (j, slot, other j, slot, cost)
+    # (j, slot, other j, slot, cost)
+    shared: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     physics: LayoutPhysics = LayoutPhysics()  # the program's weights; copy costs above are at COPY_FACTOR
 
 
@@ -327,7 +330,8 @@ def layout_source(graph: HloGraph, tensor: int, configurable: dict[int, int]) ->
         if node in configurable:
             return node, -1
         instr = graph.instrs[node]
-        same = [o for o in graph.operands[node] if graph.instrs[o].shape == shape and graph.instrs[o].dtype != "pred"]
+        same = [o for o in graph.operands[node]
+                if graph.instrs[o].shape == shape and graph.instrs[o].dtype != "pred"]
         if instr.opcode not in _LAYOUT_FOLLOWING or not same:
             return -1, node
         node = same[0]
@@ -386,7 +390,8 @@ def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float,
     base = sum(
         _node_time(graph.flops[i], graph.bytes_moved[i], graph.instrs[i].opcode in ("convolution", "dot"))
         for i in range(graph.num_nodes)
-        if i not in index and graph.instrs[i].opcode not in ("parameter", "constant", "get-tuple-element", "tuple")
+        if i not in index
+        and graph.instrs[i].opcode not in ("parameter", "constant", "get-tuple-element", "tuple")
     )
     # Copy checks along the edges that touch configurable nodes.
     fixed_out: list[tuple[int, np.ndarray, float]] = []

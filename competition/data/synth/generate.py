@@ -101,7 +101,8 @@ def _write_graph(npz_root: Path, collection: str, split: str, stem: str, arrays:
     row = {}
     if split == "test":
         # The labels go to the private solution; the public file carries zeros, as on Kaggle.
-        row = {"runtimes": join_ints(runtimes), "normalizers": None if normalizers is None else join_ints(normalizers)}
+        row = {"runtimes": join_ints(runtimes),
+               "normalizers": None if normalizers is None else join_ints(normalizers)}
         arrays = dict(arrays, config_runtime=np.zeros_like(runtimes))
         if normalizers is not None:
             arrays["config_runtime_normalizers"] = np.zeros_like(normalizers)
@@ -138,7 +139,8 @@ class _Collector:
                 top = range(coll.required_length(n_configs))
                 sample_rows.append((row_id, join_ints(top)))
                 solution_rows.append((row_id, runtimes, normalizers or "", use))
-        self.summary.bytes += write_csv(out_dir / "public" / "sample_submission.csv", SUBMISSION_HEADER, sample_rows)
+        self.summary.bytes += write_csv(out_dir / "public" / "sample_submission.csv", SUBMISSION_HEADER,
+                                        sample_rows)
         # Written last: its presence means the competition is complete.
         self.summary.bytes += write_csv(out_dir / "private" / "solution.csv", SOLUTION_COLUMNS, solution_rows)
         self.summary.files += 2
@@ -227,7 +229,8 @@ def _layout_units(source: str, scale: Scale, seed: int) -> list[_LayoutUnit]:
     searches = {search: f"layout:{source}:{search}" for search in ("default", "random")}
     covered = {search: dict(zip(SPLITS, scale.collection_graphs(name), strict=True))
                for search, name in searches.items()}
-    test_stems = {search: anonymous_stems(_stream(seed, _STEMS, _COLLECTION_KEY[name]), covered[search]["test"])
+    test_stems = {search: anonymous_stems(_stream(seed, _STEMS, _COLLECTION_KEY[name]),
+                                          covered[search]["test"])
                   for search, name in searches.items()}
     nodes, configs = scale.nodes_range(source), scale.configs_range(source)
     units, offset = [], 0
@@ -254,12 +257,14 @@ def _run_layout(unit: _LayoutUnit, scale: Scale, seed: int, npz_root: Path) -> l
         target = extreme.nodes
     graph = build_program(unit.spec, graph_rng, target, extreme.configurable_share if extreme else None)
     space = layout_space(graph, graph_rng)  # the same layout groups in both searches
-    common = {"node_feat": graph.node_feat(), "node_opcode": graph.node_opcode(), "edge_index": graph.edge_index()}
+    common = {"node_feat": graph.node_feat(), "node_opcode": graph.node_opcode(),
+              "edge_index": graph.edge_index()}
     written = []
     for search, stem in unit.stems:
         name = f"layout:{source}:{search}"
         runs_rng = _stream(seed, _RUNS, _COLLECTION_KEY[name], unit.split_index, unit.index)
-        wanted = scale.layout_test_configs if split == "test" else _log_uniform(runs_rng, *scale.configs_range(source))
+        wanted = (scale.layout_test_configs if split == "test"
+                  else _log_uniform(runs_rng, *scale.configs_range(source)))
         if extreme is not None and extreme.configs is not None:
             wanted = extreme.configs
         runs = measure_layout_runs(graph, runs_rng, search=search, source=source, n_configs=wanted,

@@ -149,7 +149,8 @@ class HloBuilder:
         if layout is None:
             # Layout assignment propagates through ops of equal rank; elsewhere XLA's default.
             first = operands[0] if operands else None
-            layout = first.layout if first is not None and first.rank == len(shape) and first.dtype != "tuple" \
+            layout = first.layout \
+                if first is not None and first.rank == len(shape) and first.dtype != "tuple" \
                 else descending_layout(len(shape))
         instr = Instr(opcode, shape, dtype, list(operands), list(called), tuple(layout), attrs=attrs)
         if dtype == "tuple":
@@ -167,7 +168,8 @@ class HloBuilder:
         return instr
 
     # -- common ops -----------------------------------------------------------------------------
-    def param(self, shape: Sequence[int], dtype: str | None = None, *, layout: Sequence[int] | None = None) -> Instr:
+    def param(self, shape: Sequence[int], dtype: str | None = None, *,
+              layout: Sequence[int] | None = None) -> Instr:
         number = sum(1 for i in self.current.instrs if i.opcode == "parameter")
         return self.emit("parameter", shape, dtype=dtype, layout=layout, parameter_number=number)
 
@@ -210,7 +212,8 @@ class HloBuilder:
 
     def gte(self, tup: Instr, index: int, shape: Sequence[int], dtype: str | None = None,
             layout: Sequence[int] | None = None) -> Instr:
-        return self.emit("get-tuple-element", shape, [tup], dtype=dtype, layout=layout or descending_layout(len(shape)))
+        return self.emit("get-tuple-element", shape, [tup], dtype=dtype,
+                         layout=layout or descending_layout(len(shape)))
 
     def tuple(self, items: Sequence[Instr]) -> Instr:
         return self.emit("tuple", (), list(items), dtype="tuple", tuple_size=len(items))
@@ -242,7 +245,8 @@ class HloBuilder:
         return self.emit("reduce", shape, [x, init], dtype=x.dtype, layout=descending_layout(len(shape)),
                          flops=float(x.elements), called=[comp], dimensions=tuple(sorted(dims)))
 
-    def reduce_window(self, x: Instr, window: Sequence[int], strides: Sequence[int], kind: str = "maximum") -> Instr:
+    def reduce_window(self, x: Instr, window: Sequence[int], strides: Sequence[int],
+                      kind: str = "maximum") -> Instr:
         comp = self.reducer(kind, x.dtype)
         init = self.constant((), x.dtype)
         shape = tuple(-(-s // st) for s, st in zip(x.shape, strides, strict=True))
@@ -256,7 +260,8 @@ class HloBuilder:
         """A convolution with batch first, features last (NHWC / NDHWC) and an HWIO kernel."""
         spatial_in = x.shape[1:-1]
         window = w.shape[:-2]
-        out_shape = (x.shape[0], *(-(-s // st) for s, st in zip(spatial_in, strides, strict=True)), out_features)
+        out_shape = (x.shape[0], *(-(-s // st) for s, st in zip(spatial_in, strides, strict=True)),
+                     out_features)
         ns = len(spatial_in)
         dims = ConvDims(
             input_batch=0, input_feature=ns + 1, input_spatial=tuple(range(1, ns + 1)),
@@ -317,7 +322,8 @@ class HloGraph:
     bytes_moved: np.ndarray  # (n,) float64
     operands: list[list[int]]  # operand node ids in operand order (duplicates kept)
     roots: set[int] = field(default_factory=set)  # root node of every computation
-    called_roots: list[list[int]] = field(default_factory=list)  # per node, roots of the computations it calls
+    # per node, roots of the computations it calls
+    called_roots: list[list[int]] = field(default_factory=list)
 
     @classmethod
     def from_computations(cls, name: str, computations: Sequence[Computation]) -> HloGraph:
@@ -412,7 +418,8 @@ class HloGraph:
     def configurable_nodes(self) -> np.ndarray:
         """Node ids whose layout a layout configuration sets: convolution, dot and reshape of rank >= 2."""
         return np.array(
-            [i.id for i in self.instrs if i.opcode in CONFIGURABLE_OPCODES and i.rank >= 2 and i.dtype != "tuple"],
+            [i.id for i in self.instrs
+             if i.opcode in CONFIGURABLE_OPCODES and i.rank >= 2 and i.dtype != "tuple"],
             dtype=np.int64,
         )
 

@@ -85,14 +85,16 @@ class _KernelBuilder:
             elif kind == 1:
                 y = b.binary("maximum", y, b.scalar_broadcast(y.shape))
             elif kind == 2:
-                y = b.binary("multiply", y, b.broadcast(self.param((y.shape[-1],), "bcast"), y.shape, [y.rank - 1]))
+                y = b.binary("multiply", y,
+                             b.broadcast(self.param((y.shape[-1],), "bcast"), y.shape, [y.rank - 1]))
             elif kind == 3:
                 y = b.unary(str(self.rng.choice(["tanh", "exponential", "logistic", "rsqrt", "negate"])), y)
             elif kind == 4:
                 other = self.param(y.shape, "same", y.dtype)
                 y = b.binary(str(self.rng.choice(["add", "multiply", "subtract"])), y, other)
             else:
-                y = b.convert(b.convert(y, "f32"), y.dtype) if y.dtype != "f32" else b.binary("multiply", y, y)
+                y = (b.convert(b.convert(y, "f32"), y.dtype) if y.dtype != "f32"
+                     else b.binary("multiply", y, y))
         return y
 
     def build(self, kind: str) -> tuple[HloGraph, KernelProfile]:
@@ -105,7 +107,8 @@ class _KernelBuilder:
             batch = min(spec.batch, 64)
             stage = int(rng.integers(0, 6))
             size = 224 >> stage
-            cin = max(3, int((32 << stage) * rng.choice([0.5, 1, 1, 2]))) if stage else _pick(rng, [3, 32, 64])
+            cin = (max(3, int((32 << stage) * rng.choice([0.5, 1, 1, 2]))) if stage
+                   else _pick(rng, [3, 32, 64]))
             cout = int((32 << stage) * rng.choice([0.5, 1, 1, 2, 4]))
             k = _pick(rng, [1, 1, 3, 3, 3, 5, 7] if stage < 3 else [1, 1, 3, 3])
             stride = 2 if rng.random() < 0.2 and size > 7 else 1
@@ -166,13 +169,15 @@ class _KernelBuilder:
         vpu = sum(i.flops for i in fused_instrs if i.opcode not in ("convolution", "dot"))
         profile = KernelProfile(
             kind=kind, out_shape=y.shape, out_bytes=ELEMENT_BYTES[y.dtype], mxu_flops=mxu, vpu_flops=vpu,
-            inputs=[(role, p.shape, ELEMENT_BYTES[p.dtype]) for role, p in zip(self.roles, self.params, strict=True)],
+            inputs=[(role, p.shape, ELEMENT_BYTES[p.dtype])
+                    for role, p in zip(self.roles, self.params, strict=True)],
             **profile_extra,
         )
         return graph, profile
 
 
-def build_kernel(spec: ModelSpec, rng: np.random.Generator, target_nodes: int) -> tuple[HloGraph, KernelProfile]:
+def build_kernel(spec: ModelSpec, rng: np.random.Generator,
+                 target_nodes: int) -> tuple[HloGraph, KernelProfile]:
     """One kernel module of about ``target_nodes`` nodes, its kind suited to the model family."""
     weights = {
         "cnn": [0.42, 0.06, 0.3, 0.1, 0.08, 0.04],

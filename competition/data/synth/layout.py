@@ -161,7 +161,8 @@ def _random_tensor(rng: np.random.Generator, space: LayoutSpace, rank: int, slot
 
 
 def _local_tensor(rng: np.random.Generator, current: np.ndarray, rank: int, slots: int) -> np.ndarray:
-    """A small move of one tensor's setting: swap two neighbouring set slots, or bring in another dimension."""
+    """A small move of one tensor's setting: swap two neighbouring set slots, or bring in another
+    dimension."""
     out = current.copy()
     if slots >= 2 and (slots == rank or rng.random() < 0.6):
         i = int(rng.integers(slots - 1))
@@ -172,7 +173,8 @@ def _local_tensor(rng: np.random.Generator, current: np.ndarray, rank: int, slot
     return out
 
 
-def _candidate(rng: np.random.Generator, space: LayoutSpace, leader: int, base: np.ndarray, *, local: bool) -> np.ndarray:
+def _candidate(rng: np.random.Generator, space: LayoutSpace, leader: int, base: np.ndarray, *,
+               local: bool) -> np.ndarray:
     """One candidate setting ``(18,)`` of a group: ``base`` with one or more of its tensors changed."""
     out = base.copy()
     settable = [t for t in range(3) if space.slots[leader, t] > 0 and space.ranks[leader, t] >= 1]
@@ -265,13 +267,14 @@ def _default_choices(rng: np.random.Generator, count: np.ndarray, n_configs: int
     extra = n_configs - len(accepted_arr)
     weights = np.ones(len(accepted_arr))
     weights[0] = 1.0 + 0.1 * len(accepted_arr)
-    repeats = rng.choice(len(accepted_arr), size=extra, p=weights / weights.sum()) if extra > 0 else np.zeros(0, int)
+    repeats = (rng.choice(len(accepted_arr), size=extra, p=weights / weights.sum()) if extra > 0
+               else np.zeros(0, int))
     return accepted_arr[np.concatenate([np.arange(len(accepted_arr)), repeats])[:n_configs]]
 
 
 def measure_layout_runs(
-    graph: HloGraph, rng: np.random.Generator, *, search: str, source: str, n_configs: int, exact_count: bool = True,
-    space: LayoutSpace | None = None,
+    graph: HloGraph, rng: np.random.Generator, *, search: str, source: str, n_configs: int,
+    exact_count: bool = True, space: LayoutSpace | None = None,
 ) -> LayoutRuns:
     """Configurations of one search over ``graph``, measured with the hidden cost model.
 
@@ -307,7 +310,8 @@ def measure_layout_runs(
 
         sizes = rng.integers(2, MENU_MAX, size=space.groups)  # 2-8 settings
         menus, count = _menus(rng, space, defaults, sizes, local=True, accept=accept)
-        choice = _default_choices(rng, count, n_configs, lambda ch: acceptable_configs(space.expand(menus, ch)),
+        choice = _default_choices(rng, count, n_configs,
+                                  lambda ch: acceptable_configs(space.expand(menus, ch)),
                                   duplicate_share=float(share), exact_count=exact_count)
         configs = space.expand(menus, choice)
         sigma = sigma_repeat = float(rng.uniform(0.5e-5, 2e-5))

@@ -24,7 +24,8 @@ from competition.data.synth.names import ModelSpec
 class _Program:
     """A model step under construction: owns the builder, the weights and the optimizer state."""
 
-    def __init__(self, spec: ModelSpec, rng: np.random.Generator, target_nodes: int, configurable_share: float) -> None:
+    def __init__(self, spec: ModelSpec, rng: np.random.Generator, target_nodes: int,
+                 configurable_share: float) -> None:
         self.spec = spec
         self.rng = rng
         self.b = HloBuilder(rng, spec.float_type)
@@ -32,7 +33,8 @@ class _Program:
         self.configurable_share = configurable_share
         self.in_loop = bool(rng.random() < (0.75 if spec.train else 0.4))
         # Data-parallel training on several cores all-reduces every gradient.
-        self.all_reduce = spec.train and (any(t in spec.stem for t in ("2x2", "4x4", "8x8")) or rng.random() < 0.3)
+        self.all_reduce = spec.train and (any(t in spec.stem for t in ("2x2", "4x4", "8x8"))
+                                          or rng.random() < 0.3)
         self.infeed: Instr | None = None  # the step's input tuple when inputs come from the infeed queue
         self.infeed_shapes: list[tuple[tuple[int, ...], str]] = []
         self.state: list[tuple[tuple[int, ...], str]] = []  # shapes and types carried by the loop
@@ -105,14 +107,17 @@ class _Program:
             kind = int(self.rng.choice(5, p=[0.3, 0.15, 0.2, 0.2, 0.15]))
             if kind == 0:  # loss-scaling finite check: NaNs compare unequal to themselves
                 finite = b.binary("compare", x, x)
-                self.outputs.append(b.emit("select", x.shape, [finite, x, b.scalar_broadcast(x.shape)], dtype=x.dtype))
+                self.outputs.append(b.emit("select", x.shape, [finite, x, b.scalar_broadcast(x.shape)],
+                                           dtype=x.dtype))
                 ones, zeros = b.scalar_broadcast(x.shape), b.scalar_broadcast(x.shape)
-                self.outputs.append(b.emit("select", x.shape, [finite, ones, zeros], dtype=x.dtype))  # finite mask
+                # finite mask
+                self.outputs.append(b.emit("select", x.shape, [finite, ones, zeros], dtype=x.dtype))
             elif kind == 1:  # a mixed-precision cast, scaled by its own constant
                 other = "f32" if x.dtype != "f32" else "bf16"
                 scale = b.broadcast(b.emit("constant", (), dtype=other), x.shape, ())
                 cast = b.convert(x, other)
-                self.outputs += [b.binary("multiply", cast, scale), b.reduce(cast, list(range(x.rank)), "maximum")]
+                self.outputs += [b.binary("multiply", cast, scale),
+                                 b.reduce(cast, list(range(x.rank)), "maximum")]
             elif kind == 2:  # summary statistics returned together: sum of squares and maximum
                 stats = b.tuple([b.reduce(b.binary("multiply", x, x), list(range(x.rank))),
                                  b.reduce(x, list(range(x.rank)), "maximum")])
@@ -122,7 +127,8 @@ class _Program:
                 over = b.binary("compare", x, bound)
                 self.outputs.append(b.emit("select", x.shape, [over, bound, x], dtype=x.dtype))
                 ones, zeros = b.scalar_broadcast(x.shape), b.scalar_broadcast(x.shape)
-                self.outputs.append(b.emit("select", x.shape, [over, ones, zeros], dtype=x.dtype))  # clipped mask
+                # clipped mask
+                self.outputs.append(b.emit("select", x.shape, [over, ones, zeros], dtype=x.dtype))
             else:  # an exponential moving average kept in the state
                 avg = self.state_value(x.shape, x.dtype)
                 decay = b.scalar_broadcast(x.shape)
@@ -136,7 +142,8 @@ class _Program:
         mean = b.binary("multiply", b.reduce(x, [axis]), b.scalar_broadcast(tuple(x.shape[d] for d in keep)))
         c = b.binary("subtract", x, b.broadcast(mean, x.shape, keep))
         var = b.reduce(b.binary("multiply", c, c), [axis])
-        var = b.binary("add", b.binary("multiply", var, b.scalar_broadcast(var.shape)), b.scalar_broadcast(var.shape))
+        var = b.binary("add", b.binary("multiply", var, b.scalar_broadcast(var.shape)),
+                       b.scalar_broadcast(var.shape))
         y = b.binary("multiply", c, b.broadcast(b.unary("rsqrt", var), x.shape, keep))
         gamma, beta = self.weight((x.shape[axis],)), self.weight((x.shape[axis],))
         y = b.binary("multiply", y, b.broadcast(gamma, x.shape, [axis]))
@@ -149,7 +156,8 @@ class _Program:
             grad = b.reshape(grad, w.shape) if grad.elements == w.elements else b.broadcast(
                 b.reduce(grad, list(range(grad.rank))), w.shape, ())
         if self.all_reduce:
-            grad = b.emit("all-reduce", grad.shape, [grad], dtype=grad.dtype, called=[b.reducer("add", grad.dtype)])
+            grad = b.emit("all-reduce", grad.shape, [grad], dtype=grad.dtype,
+                          called=[b.reducer("add", grad.dtype)])
         m = self.state_value(w.shape)
         m2 = b.binary("add", b.binary("multiply", m, b.scalar_broadcast(w.shape)), grad)
         if self.spec.family == "cnn" or self.spec.family == "cnn3d":
@@ -194,7 +202,8 @@ class _Program:
             n = b.scalar_broadcast((features,))
             mean = b.binary("multiply", b.reduce(y, axes), n)
             c = b.binary("subtract", y, b.broadcast(mean, y.shape, [x.rank - 1]))
-            var = b.binary("multiply", b.reduce(b.binary("multiply", c, c), axes), b.scalar_broadcast((features,)))
+            var = b.binary("multiply", b.reduce(b.binary("multiply", c, c), axes),
+                           b.scalar_broadcast((features,)))
             inv = b.unary("rsqrt", b.binary("add", var, b.scalar_broadcast((features,))))
             y = b.binary("multiply", c, b.broadcast(inv, y.shape, [x.rank - 1]))
         gamma, beta = self.weight((features,)), self.weight((features,))
@@ -221,7 +230,8 @@ class _Program:
         window = w.shape[:ns]
         flops = 2.0 * math.prod(conv.shape) * math.prod(window) * (x.shape[-1] // groups)
         w_rev = b.emit("reverse", w.shape, [w], dtype=w.dtype, dimensions=tuple(range(ns)))
-        attrs = {k: conv.attrs[k] for k in ("window", "conv_dims", "feature_group_count", "batch_group_count")}
+        attrs = {k: conv.attrs[k]
+                 for k in ("window", "conv_dims", "feature_group_count", "batch_group_count")}
         dx = b.emit("convolution", x.shape, [dy, w_rev], dtype=x.dtype, flops=flops,
                     layout=self.rand_layout(x.rank), **attrs)
         attrs_w = dict(attrs, feature_group_count=1, batch_group_count=groups)
@@ -264,7 +274,8 @@ class _Program:
             pooled = b.reshape(pooled, (spec.batch, features))
         classes = int(self.rng.choice([10, 91, 1000, 1001]))
         wfc = self.weight((features, classes))
-        logits = b.binary("add", b.dot(pooled, wfc), b.broadcast(self.weight((classes,)), (spec.batch, classes), [1]))
+        logits = b.binary("add", b.dot(pooled, wfc),
+                          b.broadcast(self.weight((classes,)), (spec.batch, classes), [1]))
         if not spec.train:
             self.outputs.append(logits)
             return logits
@@ -279,8 +290,10 @@ class _Program:
                 dx = self.conv_backward(record, dx)
                 self.filler(dx)
         for before, pooled in pools:  # max-pool gradients
-            grad = b.emit("select-and-scatter", before.shape, [before, b.scalar_broadcast(pooled.shape), b.constant()],
-                          dtype=before.dtype, called=[b.reducer("maximum", before.dtype), b.reducer("add", before.dtype)],
+            grad = b.emit("select-and-scatter", before.shape,
+                          [before, b.scalar_broadcast(pooled.shape), b.constant()],
+                          dtype=before.dtype,
+                          called=[b.reducer("maximum", before.dtype), b.reducer("add", before.dtype)],
                           window=pooled.attrs["window"])
             self.outputs.append(b.reduce(grad, list(range(grad.rank))))
         return dx
@@ -339,7 +352,8 @@ class _Program:
         if self.spec.train:  # dropout
             keep = b.binary("compare", b.emit("rng", probs.shape, [b.constant(), b.constant()]),
                             b.scalar_broadcast(probs.shape))
-            probs = b.emit("select", probs.shape, [keep, probs, b.scalar_broadcast(probs.shape)], dtype=probs.dtype)
+            probs = b.emit("select", probs.shape, [keep, probs, b.scalar_broadcast(probs.shape)],
+                           dtype=probs.dtype)
         ctx = b.dot(probs, v, batch_dims=2, layout=self.rand_layout(4))
         ctx = b.reshape(b.transpose(ctx, (0, 2, 1, 3)), (batch * seq, hidden), layout=self.rand_layout(2))
         out = self.dense(ctx, hidden, tape)

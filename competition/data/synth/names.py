@@ -19,12 +19,15 @@ CNN_MODELS = (
     "retinanet", "mask_rcnn", "shapemask", "ssd_mobilenet_v1", "xception",
 )
 CNN3D_MODELS = ("unet_3d", "unet3d_medical", "i3d_kinetics")
-XLA_TRANSFORMER_MODELS = ("bert_pretraining", "mlperf_bert", "transformer", "transformer_tf2", "gpt2_small", "t5_small")
+XLA_TRANSFORMER_MODELS = (
+    "bert_pretraining", "mlperf_bert", "transformer", "transformer_tf2", "gpt2_small", "t5_small",
+)
 MLP_MODELS = ("ncf", "dlrm", "wide_deep", "magenta_dynamic", "lstm_lm", "deepspeech")
 
 # name -> (layers, hidden, heads) of the TF-Hub style NLP models of layout:nlp.
 NLP_MODELS = {
-    "albert_en_base": (12, 768, 12), "albert_en_large": (24, 1024, 16), "bert_en_cased_L-12_H-768_A-12": (12, 768, 12),
+    "albert_en_base": (12, 768, 12), "albert_en_large": (24, 1024, 16),
+    "bert_en_cased_L-12_H-768_A-12": (12, 768, 12),
     "electra_small": (12, 256, 4), "electra_base": (12, 768, 12), "talking-heads_base": (12, 768, 12),
     "experts_bert_pubmed": (12, 768, 12), "experts_bert_wiki_books": (12, 768, 12),
     "mobilebert_en_uncased": (24, 512, 4), "lambert_en_uncased_L-24_H-1024_A-16": (24, 1024, 16),
@@ -47,7 +50,8 @@ class ModelSpec:
 
 def _xla_spec(rng: np.random.Generator) -> ModelSpec:
     family = str(rng.choice(["cnn", "cnn3d", "transformer", "mlp"], p=[0.55, 0.1, 0.22, 0.13]))
-    models = {"cnn": CNN_MODELS, "cnn3d": CNN3D_MODELS, "transformer": XLA_TRANSFORMER_MODELS, "mlp": MLP_MODELS}
+    models = {"cnn": CNN_MODELS, "cnn3d": CNN3D_MODELS, "transformer": XLA_TRANSFORMER_MODELS,
+              "mlp": MLP_MODELS}
     model = str(rng.choice(models[family]))
     batch = int(rng.choice([1, 8, 16, 24, 32, 64, 128] if family != "cnn3d" else [1, 2, 4, 8]))
     pattern = int(rng.integers(3))
@@ -82,7 +86,8 @@ def _nlp_spec(rng: np.random.Generator) -> ModelSpec:
     batch = int(rng.choice([8, 16, 32, 64]))
     train = bool(rng.random() < 0.5)
     stem = f"{model}_batch_size_{batch}_{'train' if train else 'test'}"
-    dims = {"hidden": hidden, "heads": heads, "seq": int(rng.choice([128, 128, 128, 256, 512])), "layers": layers}
+    dims = {"hidden": hidden, "heads": heads, "seq": int(rng.choice([128, 128, 128, 256, 512])),
+            "layers": layers}
     return ModelSpec("transformer", stem, batch, "bf16" if rng.random() < 0.7 else "f32", train, dims)
 
 

@@ -68,7 +68,8 @@ def _solution_labels(private_dir: Path | None) -> dict[str, tuple[np.ndarray, np
     with open(Path(private_dir) / "solution.csv", newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
             runtimes = np.array(row["Runtimes"].split(";"), dtype=np.int64)
-            normalizers = np.array(row["Normalizers"].split(";"), dtype=np.int64) if row.get("Normalizers") else None
+            normalizers = (np.array(row["Normalizers"].split(";"), dtype=np.int64)
+                           if row.get("Normalizers") else None)
             labels[row["ID"]] = (runtimes, normalizers)
     return labels
 
@@ -109,7 +110,8 @@ def _config_chunks(archive: zipfile.ZipFile, path: Path, chunk_bytes: int) -> It
             if len(shape) != 3 or shape[2] != 18:
                 raise DataFormatError(path, f"array {key!r} has shape {tuple(shape)}, expected (c, nc, 18)")
             if fortran and shape[1] * shape[2] > 1:
-                raise DataFormatError(path, f"array {key!r} is stored in Fortran order, which stats does not read")
+                raise DataFormatError(path,
+                                      f"array {key!r} is stored in Fortran order, which stats does not read")
             row_items = shape[1] * shape[2]
             step = max(1, chunk_bytes // max(1, row_items * dtype.itemsize))
             for start in range(0, shape[0], step):
@@ -117,7 +119,8 @@ def _config_chunks(archive: zipfile.ZipFile, path: Path, chunk_bytes: int) -> It
                 raw = read_exactly(fp, count * row_items * dtype.itemsize, path, key)
                 chunk = np.frombuffer(raw, dtype=dtype).reshape(count, shape[1], 18)
                 if chunk.size and (chunk.min() < -1 or chunk.max() > 5):
-                    raise DataFormatError(path, f"array {key!r} holds values outside -1..5 (configs from {start})")
+                    raise DataFormatError(path,
+                                          f"array {key!r} holds values outside -1..5 (configs from {start})")
                 yield chunk.astype(np.int8)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
         raise DataFormatError(path, f"array {key!r} cannot be read (truncated or corrupt?): {exc}") from None
@@ -143,8 +146,8 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
     """
     path = Path(path)
     with zipfile.ZipFile(path) as archive:
-        small = _small_arrays(archive, path, ("node_opcode", "edge_index", "node_config_ids", "config_runtime",
-                                              "node_splits"))
+        small = _small_arrays(archive, path, ("node_opcode", "edge_index", "node_config_ids",
+                                              "config_runtime", "node_splits"))
         ops = small["node_opcode"].astype(np.int64).reshape(-1)
         ids = small["node_config_ids"].astype(np.int64).reshape(-1)
         if runtime is None:
@@ -173,11 +176,13 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
             values += chunk.size
             start += k
     if start != len(runtime):
-        raise DataFormatError(path, f"node_config_feat has {start} configs but there are {len(runtime)} runtimes")
+        raise DataFormatError(path,
+                              f"node_config_feat has {start} configs but there are {len(runtime)} runtimes")
     names = [OPCODE_NAMES.get(int(o), "unknown") for o in ops]
     kinds = [names[i] for i in ids]
     edges = small["edge_index"].astype(np.int64).reshape(-1, 2)
-    consumers = np.bincount(np.unique(edges, axis=0)[:, 1], minlength=n) if len(edges) else np.zeros(n, np.int64)
+    consumers = (np.bincount(np.unique(edges, axis=0)[:, 1], minlength=n) if len(edges)
+                 else np.zeros(n, np.int64))
     mxu = np.array([k in ("convolution", "dot") for k in kinds], dtype=bool)
     mxu_slots = slots[mxu][slots[mxu] > 0]
     labelled = bool(runtime.any())
@@ -231,7 +236,8 @@ def _describe_layout(files: list[tuple[str, Path]], labels, chunk_bytes: int) ->
         "runtime max/min": _q([g["runtime max"] / max(g["runtime min"], 1) for g in labelled]),
         "runtime range ns": [min(g["runtime min"] for g in labelled),
                              max(g["runtime max"] for g in labelled)] if labelled else [],
-        "distinct configs / configs": _q([g["distinct configs"] / g["configs"] for g in graphs if g["configs"]]),
+        "distinct configs / configs": _q(
+            [g["distinct configs"] / g["configs"] for g in graphs if g["configs"]]),
         "duplicate share": _q([1 - g["distinct configs"] / g["configs"] for g in graphs if g["configs"]]),
         "distinct settings per configurable node": _q([s for g in graphs for s in g["distinct settings"]], 0),
         "distinct node columns / configurable nodes": _q(
@@ -239,12 +245,14 @@ def _describe_layout(files: list[tuple[str, Path]], labels, chunk_bytes: int) ->
         "conv/dot tensors with a layout setting <= 2 slots": _share(
             sum(g["mxu tensors with at most 2 slots"] for g in graphs), with_mxu),
         "conv/dot layout slots set": {str(k): _share(v, with_mxu) for k, v in sorted(slots.items())},
-        "whole tensor unset (output / input / kernel)": [None if u is None else round(float(u), 3) for u in unset],
+        "whole tensor unset (output / input / kernel)": [None if u is None else round(float(u), 3)
+                                                         for u in unset],
         "share of -1 in node_config_feat": round(float(np.mean([g["minus one"] for g in graphs])), 3)
         if graphs else None,
         "nodes with exactly one consumer": _q([g["one consumer"] for g in graphs]),
         "duplicate runtime spread": _q(spread, 6),
-        "duplicate groups with identical runtimes": _share(sum(g["exact duplicate groups"] for g in labelled), groups),
+        "duplicate groups with identical runtimes": _share(
+            sum(g["exact duplicate groups"] for g in labelled), groups),
         "most frequent opcodes": [f"{name} {100 * count / total_ops:.0f} %"
                                   for name, count in opcodes.most_common(TOP_OPCODES)],
         "distinct opcodes per graph": _q([g["distinct opcodes"] for g in graphs], 0),
@@ -282,11 +290,13 @@ def _describe_tile(files: list[tuple[str, Path]], labels) -> dict:
         "configs per graph": _q(configs, 0),
         "runtime max/min": _q(spread),
         "runtime range ns": [min(low), max(high)] if low else [],
-        "default is the fastest": round(float((best_a >= DEFAULT_BEST_TOLERANCE).mean()), 3) if best else None,
+        "default is the fastest": round(float((best_a >= DEFAULT_BEST_TOLERANCE).mean()), 3)
+        if best else None,
         "best normalised runtime": _q(best, 4),
         "kernels with best normalised runtime > 1": int((best_a > 1.0).sum()),
         "best normalised runtime when not": {
-            "p10": round(float(np.quantile(not_best, 0.1)), 3), "median": round(float(np.median(not_best)), 3),
+            "p10": round(float(np.quantile(not_best, 0.1)), 3),
+            "median": round(float(np.median(not_best)), 3),
             "max": round(float(not_best.max()), 3)} if len(not_best) else {},
         "normalizer max/min within a graph": _q(norm_var, 4),
         "kernels with an empty config": empty,
@@ -296,7 +306,8 @@ def _describe_tile(files: list[tuple[str, Path]], labels) -> dict:
 # -- the whole tree ---------------------------------------------------------------------------------
 
 
-def split_files(data_dir: str | Path, collection: Collection, splits: Sequence[str] = SPLITS) -> list[tuple[str, Path]]:
+def split_files(data_dir: str | Path, collection: Collection,
+                splits: Sequence[str] = SPLITS) -> list[tuple[str, Path]]:
     """``(row ID, path)`` of every npz of ``collection`` in ``splits``; absent splits are skipped."""
     files = []
     for split in splits:
@@ -348,7 +359,8 @@ def _fmt(value) -> str:
 
 
 def markdown(stats: dict) -> str:
-    """The statistics as markdown tables (layout collections side by side, then tile); ``min / median / max``."""
+    """The statistics as markdown tables (layout collections side by side, then tile);
+    ``min / median / max``."""
     layout_names = [name for name in stats if COLLECTION_BY_NAME[name].task.config_per_node]
     tile_names = [name for name in stats if not COLLECTION_BY_NAME[name].task.config_per_node]
     lines: list[str] = []
@@ -357,7 +369,8 @@ def markdown(stats: dict) -> str:
             continue
         if lines:
             lines.append("")
-        lines += ["| statistic | " + " | ".join(f"`{n}`" for n in names) + " |", "|---|" + "---|" * len(names)]
+        lines += ["| statistic | " + " | ".join(f"`{n}`" for n in names) + " |",
+                  "|---|" + "---|" * len(names)]
         for key in stats[names[0]]:
             spread = any(isinstance(stats[n][key], dict) and set(stats[n][key]) == {"min", "median", "max"}
                          for n in names)
@@ -367,7 +380,8 @@ def markdown(stats: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m competition.data.synth.stats", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m competition.data.synth.stats",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("out", help="a folder written by 'tpugraphs synth' (holding public/ and private/)")
     args = parser.parse_args(argv)
     out = Path(args.out)

@@ -169,5 +169,6 @@ def measure_tile_runs(profile: KernelProfile, rng: np.random.Generator, n_config
     # The default's own run is the normaliser of its batch (the tuner keeps that run among the
     # configs), so the best normalised runtime of a kernel is at most 1, as in the released data.
     runtime[default_index] = normalizers[default_index]
-    feats = np.stack([_features(profile, list(t), int(ci)) for t, ci in zip(tiles, feature_tiles, strict=True)])
+    feats = np.stack([_features(profile, list(t), int(ci))
+                      for t, ci in zip(tiles, feature_tiles, strict=True)])
     return TileRuns(feats.astype(np.float32), runtime, normalizers, default_index)

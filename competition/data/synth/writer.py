@@ -41,7 +41,8 @@ def _entry(key: str, compresslevel: int) -> zipfile.ZipInfo:
     return info
 
 
-def _write_member(archive: zipfile.ZipFile, key: str, array: np.ndarray, dtype: np.dtype, compresslevel: int) -> None:
+def _write_member(archive: zipfile.ZipFile, key: str, array: np.ndarray, dtype: np.dtype,
+                  compresslevel: int) -> None:
     array = np.ascontiguousarray(array)
     header = np.lib.format.header_data_from_array_1_0(array)
     header["descr"] = np.lib.format.dtype_to_descr(dtype)
