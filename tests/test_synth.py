@@ -313,7 +313,7 @@ def test_write_npz_streams_members_with_the_bytes_of_writestr(tmp_path, monkeypa
 
 
 def test_layout_runtime_in_chunks_is_the_same(monkeypatch):
-    from competition.data.synth import cost_model
+    from competition.data.synth.cost_model import layout_cost
     from competition.data.synth.layout import layout_space
     from competition.data.synth.models import build_program
     from competition.data.synth.names import layout_specs
@@ -321,14 +321,14 @@ def test_layout_runtime_in_chunks_is_the_same(monkeypatch):
     spec = layout_specs(np.random.default_rng(0), "xla", 1)[0]
     graph = build_program(spec, np.random.default_rng(1), 400)
     space = layout_space(graph, np.random.default_rng(2))
-    tables = cost_model.layout_tables(graph, space.config_ids, 1.0)
+    tables = layout_cost.layout_tables(graph, space.config_ids, 1.0)
     defaults = space.default_setting()
     configs = np.repeat(defaults[None], 60, axis=0)
     rng = np.random.default_rng(3)
     configs[rng.random(configs.shape[:2]) < 0.3] = -1  # some tensors left to the compiler
-    whole = cost_model.layout_runtime(tables, configs)
-    monkeypatch.setattr(cost_model, "_CHUNK_ELEMENTS", 7 * max(len(space.config_ids), 1))
-    assert np.array_equal(cost_model.layout_runtime(tables, configs), whole)
+    whole = layout_cost.layout_runtime(tables, configs)
+    monkeypatch.setattr(layout_cost, "_CHUNK_ELEMENTS", 7 * max(len(space.config_ids), 1))
+    assert np.array_equal(layout_cost.layout_runtime(tables, configs), whole)
 
 
 def test_full_scale_has_the_real_counts_and_places_its_extremes():
@@ -470,7 +470,7 @@ def test_the_signal_is_learnable_on_small_like_graphs():
 
     # Layout random search: how many pairs of neighbouring configurable nodes (a producer and the
     # consumer its output reaches through elementwise ops) disagree on the minor-most dimensions.
-    from competition.data.synth.cost_model import layout_source
+    from competition.data.synth.cost_model.layout_cost import layout_source
 
     rhos = []
     for source in ("xla", "nlp"):
@@ -514,6 +514,8 @@ def test_no_solution_or_notebook_imports_the_cost_model():
 
 @pytest.mark.parametrize("source", [
     "from competition.data.synth.cost_model import layout_runtime",
+    "from competition.data.synth.cost_model.layout_cost import layout_runtime",
+    "from competition.data.synth.cost_model import chip, tile_cost",
     "import competition.data.synth.cost_model as cm",
     "from competition.data.synth import cost_model",
     "from competition.data.synth import (\n    features,\n    cost_model,\n)",
@@ -663,7 +665,7 @@ def test_solution_csv_is_plain_ascii_with_unix_newlines(tiny_competition):
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_canonical_layouts_match_a_loop_that_drops_size_one_dimensions(data):
-    from competition.data.synth.cost_model import canonical_layouts
+    from competition.data.synth.cost_model.layout_cost import canonical_layouts
 
     k = data.draw(st.integers(1, 5))
     ranks = [data.draw(st.integers(0, 6)) for _ in range(k)]

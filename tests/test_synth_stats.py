@@ -75,7 +75,7 @@ def test_random_search_repeats_configs_and_repeats_measure_almost_the_same():
 
 
 def test_cost_model_completes_partial_layouts_like_a_loop():
-    from competition.data.synth.cost_model import complete_layouts
+    from competition.data.synth.cost_model.layout_cost import complete_layouts
 
     @settings(max_examples=60, deadline=None)
     @given(st.data())
@@ -99,11 +99,11 @@ def test_cost_model_completes_partial_layouts_like_a_loop():
 
 def test_runtime_depends_on_how_neighbouring_groups_agree():
     """Two groups linked through layout-following ops: changing both is not the sum of changing each."""
-    from competition.data.synth import cost_model
+    from competition.data.synth.cost_model import layout_cost
 
     found = 0
     for graph, space, _ in _programs("xla", 6):
-        tables = cost_model.layout_tables(graph, space.config_ids, 1.0)
+        tables = layout_cost.layout_tables(graph, space.config_ids, 1.0)
         producer, consumer, slot, _ = tables.linked
         defaults = space.default_setting()
         for p, q, t in zip(producer, consumer, slot, strict=True):
@@ -116,7 +116,7 @@ def test_runtime_depends_on_how_neighbouring_groups_agree():
                     cols = (slice(0, 2) if g == gp else slice(6 * t, 6 * t + 2))
                     members = space.group == g
                     configs[row, members, cols] = configs[row, members, cols][:, ::-1]
-            base, only_p, only_q, both = cost_model.layout_runtime(tables, configs)
+            base, only_p, only_q, both = layout_cost.layout_runtime(tables, configs)
             if abs((both - base) - (only_p - base) - (only_q - base)) > 1e-6 * base:
                 found += 1
     assert found >= 3

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from competition.data.synth import cost_model
+from competition.data.synth.cost_model import chip, layout_cost
 from competition.data.synth.graphs import HloGraph
 
 SLOTS = 6
@@ -79,7 +79,7 @@ class LayoutSpace:
     # neighbouring groups often (not always) agree.
     orders: dict[tuple[int, int], np.ndarray]
     # How this program's runtime responds to layouts (drawn once, shared by its two searches).
-    physics: cost_model.LayoutPhysics = cost_model.LayoutPhysics()
+    physics: layout_cost.LayoutPhysics = layout_cost.LayoutPhysics()
 
     @property
     def groups(self) -> int:
@@ -152,7 +152,7 @@ def layout_space(graph: HloGraph, rng: np.random.Generator) -> LayoutSpace:
                 orders[(rank, count)] = table
     return LayoutSpace(config_ids, ranks, compiled, slots, rename[group] if nc else group,
                        np.asarray(leaders, dtype=np.int64)[order], orders,
-                       cost_model.draw_layout_physics(rng))
+                       layout_cost.draw_layout_physics(rng))
 
 
 def _random_tensor(rng: np.random.Generator, space: LayoutSpace, rank: int, slots: int) -> np.ndarray:
@@ -289,8 +289,8 @@ def measure_layout_runs(
     defaults = space.default_setting()
     # Hidden: how many times the program runs per measurement, keeping the default's runtime in the
     # real range (1 ms - 1 s).
-    tables = cost_model.layout_tables(graph, config_ids, 1.0, space.physics)
-    per_run = cost_model.layout_runtime(tables, defaults[None])[0]
+    tables = layout_cost.layout_tables(graph, config_ids, 1.0, space.physics)
+    per_run = layout_cost.layout_runtime(tables, defaults[None])[0]
     tables.steps = float(np.clip(10 ** rng.uniform(0.5, 2.5), 1e6 / per_run, 1e9 / per_run))
     if space.groups == 0:
         configs = np.zeros((n_configs, 0, 3 * SLOTS), dtype=np.int8)
@@ -298,10 +298,10 @@ def measure_layout_runs(
     elif search == "default":
         share = rng.uniform(0.4, 0.9) if source == "nlp" else rng.uniform(0.1, 0.3)
         tolerance = float(rng.uniform(0.005, 0.025))
-        reference = cost_model.layout_runtime(tables, defaults[None])[0]
+        reference = layout_cost.layout_runtime(tables, defaults[None])[0]
 
         def acceptable_configs(configs: np.ndarray) -> np.ndarray:  # small perturbations only, either way
-            return np.abs(cost_model.layout_runtime(tables, configs) / reference - 1.0) <= tolerance
+            return np.abs(layout_cost.layout_runtime(tables, configs) / reference - 1.0) <= tolerance
 
         def accept(k: int, cand: np.ndarray) -> bool:  # group k alone moved to ``cand``
             trial = defaults.copy()
@@ -328,7 +328,7 @@ def measure_layout_runs(
     flat = configs.reshape(len(configs), -1)
     _, first, inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
-    measured = cost_model.measure(rng, cost_model.layout_runtime(tables, configs[first]), sigma)
+    measured = chip.measure(rng, layout_cost.layout_runtime(tables, configs[first]), sigma)
     runtime = measured[inverse].astype(np.float64)
     again = np.arange(len(configs)) != first[inverse]
     runtime[again] *= np.exp(rng.normal(0.0, sigma_repeat, size=int(again.sum())))

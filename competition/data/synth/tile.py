@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from competition.data.synth import cost_model
+from competition.data.synth.cost_model import chip, tile_cost
 from competition.data.synth.hlo_encoding import tile_config_features
 from competition.data.synth.kernels import KernelProfile
 
@@ -74,7 +74,7 @@ def _option_grid(profile: KernelProfile) -> list[list[int]]:
 
 
 def _heuristic_cost(profile: KernelProfile, rows: np.ndarray) -> np.ndarray:
-    return cost_model.tile_runtime(profile, rows[:, :-1], rows[:, -1] if profile.in_features else None,
+    return tile_cost.tile_runtime(profile, rows[:, :-1], rows[:, -1] if profile.in_features else None,
                                    compiler_view=True)
 
 
@@ -92,7 +92,7 @@ def default_tiling(profile: KernelProfile) -> list[int]:
     for d in reversed(range(r)):
         for option in grid[d]:
             trial = current[:d] + [option] + current[d + 1: r]
-            if math.prod(trial) * profile.out_bytes * (1 + same_inputs) <= cost_model.VMEM_BYTES / 4:
+            if math.prod(trial) * profile.out_bytes * (1 + same_inputs) <= chip.VMEM_BYTES / 4:
                 current[d] = option
     for _ in range(2):
         for d in range(r + 1):
@@ -157,15 +157,15 @@ def measure_tile_runs(profile: KernelProfile, rng: np.random.Generator, n_config
         table = table[order]
         default_index = int(np.argmin(order))  # where row 0 (the default) went
     tiles, feature_tiles = table[:, :-1], table[:, -1]
-    true = cost_model.tile_runtime(profile, tiles, feature_tiles if profile.in_features else None)
+    true = tile_cost.tile_runtime(profile, tiles, feature_tiles if profile.in_features else None)
     default_true = true[default_index]
     # Measurement batches share a machine drift; each batch re-measures the default as its normalizer
     # (averaged over repeats, hence the smaller noise).
     c = len(true)
     batch_of = np.cumsum(rng.random(c) < 1.0 / rng.integers(8, 64)) if c > 1 else np.zeros(1, dtype=np.int64)
     batch_drift = np.exp(rng.normal(0.0, 0.001, size=int(batch_of.max()) + 1))
-    runtime = cost_model.measure(rng, true * batch_drift[batch_of], cost_model.tile_noise_sigma(true))
-    normalizers = cost_model.measure(rng, default_true * batch_drift, 0.0005)[batch_of]
+    runtime = chip.measure(rng, true * batch_drift[batch_of], chip.tile_noise_sigma(true))
+    normalizers = chip.measure(rng, default_true * batch_drift, 0.0005)[batch_of]
     # The default's own run is the normaliser of its batch (the tuner keeps that run among the
     # configs), so the best normalised runtime of a kernel is at most 1, as in the released data.
     runtime[default_index] = normalizers[default_index]

@@ -1,62 +1,25 @@
-"""The hidden runtime model of the embedded competition. NO SOLUTION MAY IMPORT THIS MODULE.
-
-Reference solutions, notebooks and benchmarks must learn runtimes from the released arrays, exactly
-as on Kaggle; reading this file would be reading the answer key. ``tests/test_synth.py`` fails if
-anything under ``solutions/``, ``notebooks/`` or ``benchmarks/`` imports it.
-
-The model is a small roofline simulator of a TPU-like chip (the constants below). Runtimes depend on
-the graph and on the configuration in ways a model can learn from the features:
-
-Tile (one fused kernel, one output tiling per config)
-    - compute over the padded tiles: a tile is padded to whole (8, 128) vreg tiles in its two minor
-      dimensions, and tiles that do not divide the output compute their boundary padding too;
-    - memory traffic: inputs re-read per tile (dot operands, convolution halo and weights, reduction
-      inputs), DMA efficiency of the minor dimension (rows shorter than 512 bytes are slow);
-    - per-tile overhead (too many small tiles), VMEM spills (too large tiles), partial-sum passes
-      when a convolution's input-feature tile is smaller than its input features.
-Layout (a whole program, one layout per configurable node per config)
-    - a setting that fixes only the minor-most slots is completed with the other dimensions in their
-      compiled order (all -1: the compiled layout);
-    - each program draws its own layout physics (``LayoutPhysics``, version 3): how much a node's own
-      layouts cost, what a copy between neighbours costs, how steeply padding slows a node, whether
-      the row-major order is preferred beyond its padding. The draws make a node's own (8, 128)
-      padding the main cause of a slow config and agreement with neighbours a smaller, program-
-      dependent one, as in the real graphs (docs/synthetic-data.md, "What real runtimes teach");
-    - each configurable node's own time depends on how well its output, input and kernel layouts fit
-      the (8, 128) tiles; a reshape is a bitcast when both layouts are row-major, a copy otherwise;
-    - neighbours agree or pay: a configurable node's configured input/kernel is compared with the
-      output of the configurable node that produces it (followed back through layout-following
-      elementwise ops), and a tensor read by several configurable nodes is compared across its
-      readers; a disagreement costs a layout copy and part of the fusion (the consumer slows down);
-    - layouts are pinned only at interfaces (parameters, loop state, tuples, transposes, gathers,
-      other dots and convolutions): a configured layout differing from a pinned neighbour is a copy,
-      cheap because XLA's layout assignment usually adapts the neighbour instead;
-    - the fixed cost of every other node of the program (flops and bytes from the shapes).
-Both: int64 nanoseconds, times a multiplicative log-normal measurement noise.
-"""
+"""Layout: the runtime of a whole program under each layout config, with its per-program physics
+(see the package docstring)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from competition.data.synth.cost_model.chip import (
+    COPY_OVERHEAD_NS,
+    FUSED_SHARE,
+    HBM_BYTES_PER_NS,
+    LANES,
+    OP_OVERHEAD_NS,
+    PEAK_MXU_FLOPS_PER_NS,
+    PEAK_VPU_FLOPS_PER_NS,
+    SUBLANES,
+    pad_to,
+)
 from competition.data.synth.graphs import HloGraph
-from competition.data.synth.kernels import KernelProfile
 
-# The simulated chip.
-PEAK_MXU_FLOPS_PER_NS = 1.0e5  # matrix unit: 100 TFLOP/s
-PEAK_VPU_FLOPS_PER_NS = 4.0e3  # vector unit
-HBM_BYTES_PER_NS = 1.0e3  # 1 TB/s
-VMEM_BYTES = 16 * 2**20
-LANES, SUBLANES = 128, 8
-DMA_ROW_BYTES = 512  # rows shorter than this use the memory bus partially
-TILE_STEP_NS = 350.0  # per grid step of a tiled kernel
-KERNEL_LAUNCH_NS = 2_000.0
-OP_OVERHEAD_NS = 400.0  # per instruction of a program
-COPY_OVERHEAD_NS = 1_500.0  # per layout conversion
-FUSED_SHARE = 0.15  # what remains of an elementwise op's time once fused into its neighbours
 # Layout, generator version 2's single model (``LayoutPhysics()``; version 3 draws these per program):
 # how much a node's own layouts slow it (a share of the full padding/order penalty), and what a
 # disagreement between neighbours costs. A layout copy is a standalone transpose kernel (strided
@@ -106,96 +69,6 @@ def draw_layout_physics(rng: np.random.Generator) -> LayoutPhysics:
         padding_exponent=float(rng.uniform(0.75, 1.25)),
         reshape_copy_share=float(np.exp(rng.uniform(np.log(0.05), np.log(0.5)))),
     )
-
-
-# -- tile ------------------------------------------------------------------------------------------
-
-
-def _pad_to(x: np.ndarray, multiple: int) -> np.ndarray:
-    return np.ceil(x / multiple) * multiple
-
-
-def tile_runtime(profile: KernelProfile, output_tiles: np.ndarray,
-                 input_feature_tiles: np.ndarray | None = None,
-                 *, compiler_view: bool = False) -> np.ndarray:
-    """Noise-free runtime (ns, float64) of a kernel under each output tiling.
-
-    Args:
-        profile: the kernel.
-        output_tiles: ``(c, r)`` tile bounds per output dimension; an all-zero row means "no tiling"
-            (the whole output as one tile), as in the empty configurations.
-        input_feature_tiles: ``(c,)`` convolution input-feature tile (kernel bounds), or None.
-        compiler_view: the compiler's own, blinder estimate that picks the default configuration: no
-            convolution halo, no DMA row efficiency, a third of the per-tile overhead.
-    """
-    shape = np.asarray(profile.out_shape, dtype=np.float64)
-    tiles = np.asarray(output_tiles, dtype=np.float64)
-    tiles = np.where(tiles <= 0, shape, np.minimum(tiles, shape))
-    r = shape.shape[0]
-    n_tiles = np.prod(np.ceil(shape / tiles), axis=1)
-    padded = tiles.copy()
-    padded[:, r - 1] = _pad_to(padded[:, r - 1], LANES)
-    if r >= 2:
-        padded[:, r - 2] = _pad_to(padded[:, r - 2], SUBLANES)
-    tile_elems = np.prod(tiles, axis=1)
-    computed = n_tiles * np.prod(padded, axis=1)  # element slots computed, padding included
-    per_out = 1.0 / profile.out_elements
-    compute = computed * per_out * (profile.mxu_flops / PEAK_MXU_FLOPS_PER_NS
-                                    + profile.vpu_flops / PEAK_VPU_FLOPS_PER_NS)
-
-    out_tile_bytes = tile_elems * profile.out_bytes
-    traffic = n_tiles * out_tile_bytes
-    in_tile_bytes = np.zeros_like(n_tiles)
-    weight_tile_bytes = np.zeros_like(n_tiles)
-    passes = np.ones_like(n_tiles)
-    for role, in_shape, nbytes in profile.inputs:
-        in_elems = float(math.prod(in_shape))
-        if role in ("same", "transpose_in"):
-            per_tile = tile_elems * nbytes
-        elif role == "bcast":
-            per_tile = np.minimum(in_elems, tiles[:, r - 1]) * nbytes
-        elif role == "reduce_in":
-            per_tile = tile_elems * profile.reduced * nbytes
-        elif role == "lhs":  # (..., m, k): rows of the output tile times the whole contraction
-            rows = tiles[:, r - 2] if r >= 2 else 1.0
-            batch = np.prod(tiles[:, : r - 2], axis=1) if r > 2 else 1.0
-            per_tile = batch * rows * profile.contraction * nbytes
-        elif role == "rhs":  # (..., k, n)
-            batch = np.prod(tiles[:, : r - 2], axis=1) if r > 2 else 1.0
-            per_tile = batch * profile.contraction * tiles[:, r - 1] * nbytes
-            weight_tile_bytes = weight_tile_bytes + per_tile
-        elif role == "conv_in":  # input window of the tile: halo on the spatial dimensions
-            kh, kw = (1, 1) if compiler_view else profile.window
-            s = profile.stride
-            halo = (tiles[:, 1] * s + kh - 1) * (tiles[:, 2] * s + kw - 1)
-            per_tile = tiles[:, 0] * halo * profile.in_features * nbytes
-        elif role == "conv_w":
-            per_tile = math.prod(profile.window) * profile.in_features * tiles[:, r - 1] * nbytes
-            weight_tile_bytes = weight_tile_bytes + per_tile
-        else:
-            raise ValueError(f"unknown input role {role!r}")
-        traffic = traffic + n_tiles * per_tile
-        in_tile_bytes = in_tile_bytes + per_tile
-    if input_feature_tiles is not None and profile.in_features:
-        ci = np.where(input_feature_tiles <= 0, profile.in_features, np.minimum(input_feature_tiles,
-                                                                                  profile.in_features))
-        passes = np.ceil(profile.in_features / ci)
-        # Partial sums of the output tile are written and read back once per extra pass (f32).
-        traffic = traffic + (passes - 1) * 2 * n_tiles * tile_elems * 4
-        in_tile_bytes = in_tile_bytes * ci / profile.in_features  # only one feature slice in VMEM at a time
-    minor_row_bytes = tiles[:, r - 1] * profile.out_bytes
-    dma_efficiency = 1.0 if compiler_view else np.sqrt(np.minimum(1.0, minor_row_bytes / DMA_ROW_BYTES))
-    memory = traffic / HBM_BYTES_PER_NS / dma_efficiency
-
-    footprint = 2.0 * (in_tile_bytes + np.prod(padded, axis=1) * profile.out_bytes)  # double-buffered
-    spill = np.maximum(1.0, footprint / VMEM_BYTES)
-    slowdown = 1.0 + 0.6 * np.log2(spill)
-    busy = np.maximum(compute, memory) + 0.2 * np.minimum(compute, memory)
-    step = TILE_STEP_NS / 3 if compiler_view else TILE_STEP_NS
-    return busy * slowdown + n_tiles * passes * step + KERNEL_LAUNCH_NS
-
-
-# -- layout ----------------------------------------------------------------------------------------
 
 
 def _gather(shapes: np.ndarray, dims: np.ndarray) -> np.ndarray:
@@ -249,7 +122,7 @@ def layout_penalty(shapes: np.ndarray, canonical: np.ndarray, preferred: np.ndar
     lane, sub = lane[..., 0], lane[..., 1]
     lane = np.where(eff >= 1, lane, LANES)
     sub = np.where(eff >= 2, sub, SUBLANES)
-    waste = np.minimum((_pad_to(lane, LANES) / lane) * (_pad_to(sub, SUBLANES) / sub), 16.0)
+    waste = np.minimum((pad_to(lane, LANES) / lane) * (pad_to(sub, SUBLANES) / sub), 16.0)
     minor_off = (canonical[..., 0] != preferred[:, 0]) & (eff >= 2)
     second_off = (canonical[..., 1] != preferred[:, 1]) & (eff >= 3)
     physics = physics or LayoutPhysics()
@@ -509,15 +382,3 @@ def _layout_runtime(tables: LayoutCostTables, node_config_feat: np.ndarray) -> n
     return total * tables.steps
 
 
-# -- measurement -----------------------------------------------------------------------------------
-
-
-def measure(rng: np.random.Generator, runtime_ns: np.ndarray, sigma: float | np.ndarray) -> np.ndarray:
-    """Measured runtimes: ``runtime * LogNormal(0, sigma)``, rounded to int64 nanoseconds (>= 1)."""
-    noisy = runtime_ns * np.exp(rng.normal(0.0, 1.0, size=np.shape(runtime_ns)) * sigma)
-    return np.maximum(np.rint(noisy), 1).astype(np.int64)
-
-
-def tile_noise_sigma(runtime_ns: np.ndarray) -> np.ndarray:
-    """Relative measurement noise of a kernel: short kernels jitter more (launch and clock noise)."""
-    return 0.002 + 0.02 * np.sqrt(1e4 / np.maximum(runtime_ns, 1.0))
