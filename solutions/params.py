@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solutions.settings import schema
+from solutions.settings import schema, shown_value
 
 
 @dataclass(frozen=True)
@@ -29,22 +29,14 @@ def describe(settings_class: type, defaults: object | None = None) -> list[Param
                   row.allowed(), row.meaning) for row in schema(settings_class).values()]
 
 
-def _shown(value: object) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def format_params(method: str, params: list[Param], note: str = "") -> str:
     width = max((len(p.name) for p in params), default=0)
-    value_width = max((len(_shown(p.default)) for p in params), default=0)
+    value_width = max((len(shown_value(p.default)) for p in params), default=0)
     allowed_width = max((len(p.allowed) for p in params), default=0)
     lines = [f"settings of --method {method} (tpugraphs solve --param NAME=VALUE; none, true and "
              "false as words):",
              f"  {'name':<{width}}  {'default':<{value_width}}  {'allowed':<{allowed_width}}  meaning"]
-    lines += [f"  {p.name:<{width}}  {_shown(p.default):<{value_width}}  {p.allowed:<{allowed_width}}  "
+    lines += [f"  {p.name:<{width}}  {shown_value(p.default):<{value_width}}  {p.allowed:<{allowed_width}}  "
               f"{p.meaning}".rstrip() for p in params]
     if note:
         lines.append(note)

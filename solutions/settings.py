@@ -78,9 +78,9 @@ class Setting:
         return f" {low or high}" if low or high else ""
 
     def refuse(self, value: object, why: str = "", given: str | None = None) -> SettingError:
-        shown = _text(given if given is not None else value if isinstance(value, str) else _show(value))
+        shown = _text(given if given is not None else value if isinstance(value, str) else shown_value(value))
         return SettingError(f"setting {self.name}={shown}: {why or 'not allowed'}; {self.name} must be "
-                            f"{self.allowed()} (default {_show(self.default)})")
+                            f"{self.allowed()} (default {shown_value(self.default)})")
 
     def parse(self, text: str) -> object:
         """The typed value a command-line text stands for, checked (``SettingError`` otherwise)."""
@@ -251,7 +251,8 @@ def _text(text: str) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
-def _show(value: object) -> str:
+def shown_value(value: object) -> str:
+    """A setting's value as the CLI writes it: none, true/false, or the value."""
     if value is None:
         return "none"
     if isinstance(value, bool):

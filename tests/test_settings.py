@@ -94,10 +94,10 @@ def test_no_prune_is_the_pruning_setting(tiny_competition, tmp_path, capsys, no_
 @pytest.mark.parametrize("method", WITH_SETTINGS)
 def test_every_listed_default_reads_back_as_itself(method):
     """The text --list-params shows for a default is accepted by --param and gives the same value."""
-    from solutions.params import _shown
+    from solutions.settings import shown_value
 
     rows = schema(SETTINGS_CLASSES[method])
-    texts = {name: _shown(row.default) for name, row in rows.items()}
+    texts = {name: shown_value(row.default) for name, row in rows.items()}
     assert parse_texts(SETTINGS_CLASSES[method], texts, method) == {name: row.default
                                                                     for name, row in rows.items()}
 
