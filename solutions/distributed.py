@@ -102,19 +102,19 @@ def _comm_device() -> torch.device:
 
 def all_sum(values: list[float]) -> list[float]:
     """Element-wise sums over the ranks (float64); the values themselves when not distributed."""
-    if not current().active:
-        return list(values)
-    tensor = torch.tensor(values, dtype=torch.float64, device=_comm_device())
-    dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-    return tensor.cpu().tolist()
+    return _all_reduce(values, dist.ReduceOp.SUM)
 
 
 def all_max(values: list[float]) -> list[float]:
     """Element-wise maxima over the ranks; the values themselves when not distributed."""
+    return _all_reduce(values, dist.ReduceOp.MAX)
+
+
+def _all_reduce(values: list[float], op: dist.ReduceOp) -> list[float]:
     if not current().active:
         return list(values)
     tensor = torch.tensor(values, dtype=torch.float64, device=_comm_device())
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    dist.all_reduce(tensor, op=op)
     return tensor.cpu().tolist()
 
 
