@@ -18,6 +18,18 @@ class CompetitionFolder:
 
     out_dir: Path
 
+    @staticmethod
+    def counts_table(graphs: dict[str, dict[str, int]], column: str, values: dict[str, int],
+                     value_format: str) -> str:
+        """Graphs per collection and split, and one more count per collection (``column``), as text;
+        ``value_format`` formats that count (e.g. ``"9d"``, ``"13,d"``: its width is the column's)."""
+        width = int(value_format.rstrip("d,"))
+        lines = [f"{'collection':20s} {'train':>6s} {'valid':>6s} {'test':>6s} {column:>{width}s}"]
+        for name, splits in graphs.items():
+            lines.append(f"{name:20s} {splits['train']:6d} {splits['valid']:6d} {splits['test']:6d} "
+                         f"{values[name]:{value_format}}")
+        return "\n".join(lines)
+
     @property
     def public_dir(self) -> Path:
         return self.out_dir / "public"

@@ -40,11 +40,7 @@ class PrepareSummary(CompetitionFolder):
         return self.out_dir / "private" / "split.json"
 
     def table(self) -> str:
-        lines = [f"{'collection':20s} {'train':>6s} {'valid':>6s} {'test':>6s} {'test configs':>13s}"]
-        for name, splits in self.graphs.items():
-            lines.append(f"{name:20s} {splits['train']:6d} {splits['valid']:6d} {splits['test']:6d} "
-                         f"{self.test_configs[name]:13,d}")
-        return "\n".join(lines)
+        return self.counts_table(self.graphs, "test configs", self.test_configs, "13,d")
 
 
 def _write_test_graph(graph: SourceGraph, target: Path, seed: int, index: int, layout_test_configs: int,

@@ -65,11 +65,7 @@ class SynthSummary(CompetitionFolder):
 
     def table(self) -> str:
         """The counts as a small text table."""
-        lines = [f"{'collection':20s} {'train':>6s} {'valid':>6s} {'test':>6s} {'configs':>9s}"]
-        for name, splits in self.graphs.items():
-            lines.append(f"{name:20s} {splits['train']:6d} {splits['valid']:6d} {splits['test']:6d} "
-                         f"{self.configs[name]:9d}")
-        return "\n".join(lines)
+        return self.counts_table(self.graphs, "configs", self.configs, "9d")
 
 
 def _stream(seed: int, *key: int) -> np.random.Generator:
