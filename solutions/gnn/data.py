@@ -45,6 +45,8 @@ from competition.data.graphs import LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph
 from competition.tasks import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
 from solutions.dedup import deduplicate_configs
+from solutions.features.engineered import standardized
+from solutions.features.layout import layout_feature_names, layout_features
 from solutions.features.layout_geometry import tied_groups
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
 from solutions.features.tile import tile_feature_names, tile_features
@@ -184,6 +186,9 @@ class LayoutExample:
     pruning: PruningStats | None = None
     # (k,) int64 start offsets of the HLO computations (after pruning); Graph Segment Training reads them
     node_splits: np.ndarray | None = None
+    # (c, ENGINEERED_LAYOUT_COLUMNS) float32: each kept config's engineered layout features as z-scores
+    # within the graph (``engineered_layout_features``); None unless the model reads them
+    engineered: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -328,6 +333,7 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
 
 # engineered columns after the 24 raw ones
 TILE_GEOMETRY_COLUMNS = len(tile_feature_names()) - TILE_CONFIG_DIM
+ENGINEERED_LAYOUT_COLUMNS = len(layout_feature_names())  # what engineered_layout_features gives per config
 
 
 def tile_config_tensor(graph: TileGraph, *, geometry: bool) -> np.ndarray:
@@ -369,22 +375,52 @@ def tile_example(row_id: str, graph: TileGraph, *, compress: bool, geometry: boo
     )
 
 
+# Engineered layout features are z-scores: a config 10 spreads from its graph's mean is already an
+# outlier, and a bound keeps one odd config from dominating a step.
+ENGINEERED_Z_LIMIT = 10.0
+
+
+def engineered_layout_features(graph: LayoutGraph, configs: np.ndarray | None = None) -> torch.Tensor:
+    """The gbdt's per-config layout features (``solutions.features.layout``) as z-scores within the
+    graph, over ``configs`` (default: all): (c', ENGINEERED_LAYOUT_COLUMNS) float32.
+
+    Read on the unpruned graph (the features look at every producer and consumer). Graph-relative, so
+    the same value means the same thing in a program whose padding varies by 30 % between configs
+    and in one where it varies by 0.01 % (docs/synthetic-data.md, "Version 3 and graph-relative
+    features").
+    """
+    values = standardized(layout_features(graph, configs=configs))
+    return torch.from_numpy(np.clip(values, -ENGINEERED_Z_LIMIT, ENGINEERED_Z_LIMIT).astype(np.float32))
+
+
+def _kept_configs(inverse: np.ndarray | None) -> np.ndarray | None:
+    """One file config of each kept config (duplicates are identical configs), in kept order."""
+    return None if inverse is None else np.unique(inverse, return_index=True)[1]
+
+
 def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, compress: bool,
                  transform: GraphTransform | None = None, tile_geometry: bool = False,
-                 find_tied: bool = False) -> TileExample | LayoutExample:
+                 find_tied: bool = False, engineered: bool = False) -> TileExample | LayoutExample:
     """The example of one graph; a layout graph read from the processed cache keeps its configs there.
 
     Layout graphs are pruned with ``transform`` when ``prune`` is on (``default_pruning()`` when it is
-    None) and get their tied groups with ``find_tied``; tile graphs are never pruned, and get the
-    engineered tiling columns with ``tile_geometry``.
+    None), get their tied groups with ``find_tied`` and their configs' ``engineered_layout_features``
+    with ``engineered``; tile graphs are never pruned, and get the engineered tiling columns with
+    ``tile_geometry``.
     """
     def layout() -> LayoutExample:
         cache = getattr(graph, "cache", None)  # a graph read through the processed cache
         if cache is not None:
-            return cached_layout_example(row_id, cache, prune=prune, compress=compress, transform=transform,
-                                         find_tied=find_tied)
-        return layout_example(row_id, graph, prune=prune, compress=compress, transform=transform,
-                              find_tied=find_tied)
+            example = cached_layout_example(row_id, cache, prune=prune, compress=compress,
+                                            transform=transform, find_tied=find_tied)
+        else:
+            example = layout_example(row_id, graph, prune=prune, compress=compress, transform=transform,
+                                     find_tied=find_tied)
+        if engineered:
+            example.engineered = engineered_layout_features(graph, _kept_configs(example.config_inverse))
+            if cache is not None:
+                cache.close()  # the pass over the configs mapped them all; release them
+        return example
 
     examples = {"tile": lambda: tile_example(row_id, graph, compress=compress, geometry=tile_geometry),
                 "layout": layout}

@@ -57,7 +57,7 @@ from competition.tasks import LAYOUT, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM
 from solutions.accel import segment
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.gnn.config_store import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW
-from solutions.gnn.data import LayoutInputs, TileBatch
+from solutions.gnn.data import ENGINEERED_LAYOUT_COLUMNS, LayoutInputs, TileBatch
 from solutions.gnn.settings import FUSIONS, GNNConfig
 
 
@@ -199,16 +199,20 @@ class LayoutRanker(nn.Module):
         attention_context: configs of a graph the others attend to at prediction.
         tied_links: intermediate fusion: also mix the rows of tied configurable nodes (the same row in
             every config of the graph) with the first node of their group.
+        engineered_features: columns of each config's engineered features (0: none). An MLP of them
+            (``LayoutExample.engineered``: z-scores within the graph) is added to the config's pooled
+            state, before attention and the head.
 
     Shapes (forward): ``LayoutInputs`` of a graph with n nodes and nc configurable nodes, digits
-    (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``) -> (B,) scores, lower = faster.
+    (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``), engineered (B, engineered_features) float32 or
+    None -> (B,) scores, lower = faster.
     """
 
     task = LAYOUT  # the task kind whose graphs it ranks
 
     def __init__(self, *, hidden: int, layers: int, dropout: float, row_features: bool, fusion: str,
                  config_layers: int, config_attention: bool, attention_context: int,
-                 tied_links: bool) -> None:
+                 tied_links: bool, engineered_features: int = 0) -> None:
         super().__init__()
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
@@ -229,6 +233,8 @@ class LayoutRanker(nn.Module):
         self.row = mlp([2 * hidden + (ROW_FEATURES if row_features else 0), hidden, hidden])
         self.layers = nn.ModuleList(BidirectionalSAGE(hidden, dropout) for _ in range(layers))
         self.head = mlp([2 * hidden, hidden, 1], dropout=dropout)
+        self.engineered_features = engineered_features
+        self.engineered = mlp([engineered_features, hidden, 2 * hidden]) if engineered_features else None
 
     @classmethod
     def from_settings(cls, config: GNNConfig) -> LayoutRanker:
@@ -236,7 +242,8 @@ class LayoutRanker(nn.Module):
         return cls(hidden=config.hidden, layers=config.layers, dropout=config.dropout,
                    row_features=config.row_features, fusion=config.fusion, config_layers=config.config_layers,
                    config_attention=config.config_attention, attention_context=config.configs_per_graph,
-                   tied_links=config.tied_links)
+                   tied_links=config.tied_links,
+                   engineered_features=ENGINEERED_LAYOUT_COLUMNS if config.engineered_features else 0)
 
     def encode_nodes(self, inputs: LayoutInputs) -> torch.Tensor:
         """The config-independent part, computed once per graph: -> (n, h).
@@ -311,14 +318,27 @@ class LayoutRanker(nn.Module):
         return x
 
     def pool_configs(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
-                     dedup_rows: bool = True) -> torch.Tensor:
-        """Each config's pooled ``[mean, max]`` state: ``encode_nodes``'s (n, h), (B, nc, 18) -> (B, 2h)."""
+                     dedup_rows: bool = True, engineered: torch.Tensor | None = None) -> torch.Tensor:
+        """Each config's pooled ``[mean, max]`` state (with its engineered features added, when the
+        model reads them): ``encode_nodes``'s (n, h), (B, nc, 18), (B, F) -> (B, 2h)."""
         if self.fusion == "early":
-            return mean_max_pool(self.propagate(inputs, node_state, digits, dedup_rows=dedup_rows), dim=1)
-        if not digits.shape[1]:  # no configurable node: every config is the same graph
-            return mean_max_pool(node_state, dim=0).expand(digits.shape[0], -1)
-        return mean_max_pool(self.configurable_states(inputs, node_state, digits,
-                                                      dedup_rows=dedup_rows), dim=1)
+            pooled = mean_max_pool(self.propagate(inputs, node_state, digits, dedup_rows=dedup_rows), dim=1)
+        elif not digits.shape[1]:  # no configurable node: every config is the same graph
+            pooled = mean_max_pool(node_state, dim=0).expand(digits.shape[0], -1)
+        else:
+            pooled = mean_max_pool(self.configurable_states(inputs, node_state, digits,
+                                                            dedup_rows=dedup_rows), dim=1)
+        return self.add_engineered(pooled, engineered)
+
+    def add_engineered(self, pooled: torch.Tensor, engineered: torch.Tensor | None) -> torch.Tensor:
+        """``pooled`` (B, 2h) plus the MLP of the configs' engineered features (B, F), for a model that
+        reads them; a model that does not must be given none."""
+        if (self.engineered is None) != (engineered is None):
+            raise ValueError(f"this layout model reads {self.engineered_features} engineered feature columns "
+                             f"per config, and was given "
+                             f"{'none' if engineered is None else engineered.shape[-1]}; build the examples "
+                             f"with make_example(..., engineered={self.engineered is not None})")
+        return pooled if self.engineered is None else pooled + self.engineered(engineered)
 
     def score_pooled(self, pooled: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
         """The head on pooled states ``[mean, max]``: (B, 2h) -> (B,).
@@ -333,13 +353,16 @@ class LayoutRanker(nn.Module):
         return self.head(pooled).squeeze(-1)
 
     def forward_encoded(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
-                        dedup_rows: bool = True, context: torch.Tensor | None = None) -> torch.Tensor:
-        """Score configs given ``encode_nodes``'s output: (n, h), (B, nc, 18) -> (B,)."""
-        return self.score_pooled(self.pool_configs(inputs, node_state, digits,
-                                                   dedup_rows=dedup_rows), context)
+                        dedup_rows: bool = True, context: torch.Tensor | None = None,
+                        engineered: torch.Tensor | None = None) -> torch.Tensor:
+        """Score configs given ``encode_nodes``'s output: (n, h), (B, nc, 18), (B, F) -> (B,)."""
+        return self.score_pooled(self.pool_configs(inputs, node_state, digits, dedup_rows=dedup_rows,
+                                                   engineered=engineered), context)
 
-    def forward(self, inputs: LayoutInputs, digits: torch.Tensor, *, dedup_rows: bool = True) -> torch.Tensor:
-        return self.forward_encoded(inputs, self.encode_nodes(inputs), digits, dedup_rows=dedup_rows)
+    def forward(self, inputs: LayoutInputs, digits: torch.Tensor, *, dedup_rows: bool = True,
+                engineered: torch.Tensor | None = None) -> torch.Tensor:
+        return self.forward_encoded(inputs, self.encode_nodes(inputs), digits, dedup_rows=dedup_rows,
+                                    engineered=engineered)
 
 
 class TileRanker(nn.Module):

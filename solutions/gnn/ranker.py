@@ -238,7 +238,8 @@ class GNNRanker:
             transform = self.transform
             example = make_example("", graph, prune=transform is not None, compress=self.compress,
                                    transform=transform, tile_geometry=self.config.tile_geometry,
-                                   find_tied=self.config.tied_links)
+                                   find_tied=self.config.tied_links,
+                                   engineered=self.config.engineered_features)
             if isinstance(example, TileExample):
                 scores = predict_tile(self.model, example, device=self.device)
             else:
@@ -362,7 +363,7 @@ class GNNRanker:
         transform = self.transform
         return [make_example(row_id, graph, prune=transform is not None, compress=options.compress,
                              transform=transform, tile_geometry=self.config.tile_geometry,
-                             find_tied=self.config.tied_links)
+                             find_tied=self.config.tied_links, engineered=self.config.engineered_features)
                 for row_id, graph in graphs]
 
 

@@ -1,0 +1,138 @@
+"""The layout gnn's engineered, graph-relative config features (``engineered_features``; solutions/gnn)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from test_gnn import FAST, LAYOUT, layout_graph
+
+from competition.data.graphs import iter_split, save_graph
+from competition.data.processed_cache import build_cache
+from solutions.features.engineered import standardized
+from solutions.features.layout import layout_features
+from solutions.gnn import GNNRanker
+from solutions.gnn.data import (
+    ENGINEERED_LAYOUT_COLUMNS,
+    ENGINEERED_Z_LIMIT,
+    engineered_layout_features,
+    make_example,
+)
+from solutions.gnn.model import LayoutRanker
+from solutions.gnn.settings import GNNConfig
+from solutions.gnn.train import layout_selection_sample, predict_layout
+from solutions.method import FitOptions, SplitSource
+
+CPU = torch.device("cpu")
+
+
+def test_engineered_rows_follow_the_deduplicated_configs():
+    graph = layout_graph(num_configs=12, seed=3)  # config 1 repeats config 0
+    example = make_example("g", graph, prune=True, compress=True, engineered=True)
+    assert example.num_configs == 11 and example.engineered.shape == (11, ENGINEERED_LAYOUT_COLUMNS)
+    # the slow, obvious reference: featurize every file config, keep the first of each distinct one,
+    # then z-score over the distinct configs
+    distinct = [0] + list(range(2, 12))
+    want = standardized(layout_features(graph)[distinct])
+    want = np.clip(want, -ENGINEERED_Z_LIMIT, ENGINEERED_Z_LIMIT)
+    np.testing.assert_allclose(example.engineered.numpy(), want, rtol=1e-5, atol=1e-5)
+    # z-scores within the graph: every column is centred, and spread 1 unless constant
+    values = example.engineered.numpy().astype(np.float64)
+    np.testing.assert_allclose(values.mean(axis=0), 0, atol=1e-5)
+    spread = values.std(axis=0)
+    assert np.all((np.abs(spread - 1) < 1e-4) | (spread < 1e-6)) and (spread > 0.5).any()
+    # without deduplication every file config keeps its own row
+    plain = make_example("g", graph, prune=False, compress=False, engineered=True)
+    assert plain.engineered.shape == (12, ENGINEERED_LAYOUT_COLUMNS)
+    torch.testing.assert_close(plain.engineered[0], plain.engineered[1])
+
+
+def test_engineered_rows_are_off_by_default_and_kept_by_the_validation_sample():
+    graph = layout_graph(num_configs=30, seed=4, duplicates=False)
+    assert make_example("g", graph, prune=True, compress=True).engineered is None
+    example = make_example("g", graph, prune=True, compress=True, engineered=True)
+    sample = layout_selection_sample(example, 10, np.random.default_rng(0))
+    assert sample.num_configs == 10 and sample.engineered.shape == (10, ENGINEERED_LAYOUT_COLUMNS)
+    for row, digits in zip(sample.engineered, sample.configs.digits(), strict=True):
+        match = (example.configs.digits() == digits).all(dim=(1, 2)).nonzero().flatten()
+        torch.testing.assert_close(row, example.engineered[match[0]])
+
+
+def test_cached_graphs_get_the_same_engineered_rows(tmp_path):
+    graph = layout_graph(num_configs=40, seed=5)
+    graph.node_config_feat[7], graph.config_runtime[7] = graph.node_config_feat[3], 1  # a faster duplicate
+    save_graph(graph, tmp_path / "g.npz")
+    cached = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
+    want = make_example("g", graph, prune=True, compress=True, engineered=True)
+    got = make_example("g", cached, prune=True, compress=True, engineered=True)
+    torch.testing.assert_close(got.engineered, want.engineered, rtol=0, atol=0)
+    assert cached.cache._config_map is None  # the memory map is released again
+
+
+def test_engineered_rows_of_a_graph_without_configs():
+    graph = layout_graph(num_configs=3, seed=6)
+    empty = graph.select_configs(np.zeros(0, dtype=np.int64))
+    assert engineered_layout_features(empty).shape == (0, ENGINEERED_LAYOUT_COLUMNS)
+
+
+@pytest.mark.parametrize("fusion", ["early", "intermediate"])
+def test_chunked_prediction_with_engineered_rows_equals_one_pass(fusion):
+    torch.manual_seed(0)
+    example = make_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True,
+                           engineered=True)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion, engineered_features=True,
+                                                 configs_per_graph=6)).eval()
+    one_pass = predict_layout(model, example, device=CPU)
+    chunked = predict_layout(model, example, device=CPU, batch_nodes=1)
+    assert np.isfinite(one_pass).all()
+    np.testing.assert_allclose(one_pass, chunked, rtol=1e-5, atol=1e-6)
+
+
+def test_the_engineered_rows_change_the_scores():
+    torch.manual_seed(0)
+    example = make_example("g", layout_graph(num_configs=20, duplicates=False), prune=True, compress=True,
+                           engineered=True)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False,
+                                                 engineered_features=True)).eval()
+    digits = example.configs.digits()
+    with torch.no_grad():
+        scores = model(example.inputs, digits, engineered=example.engineered)
+        shuffled = model(example.inputs, digits, engineered=example.engineered.flip(0))
+    assert not torch.allclose(scores, shuffled)
+
+
+@pytest.mark.parametrize(("reads", "given", "message"), [
+    (True, False, rf"reads {ENGINEERED_LAYOUT_COLUMNS} engineered feature columns per config, and was given "
+                  r"none; build the examples with make_example\(..., engineered=True\)"),
+    (False, True, rf"reads 0 engineered feature columns per config, and was given "
+                  rf"{ENGINEERED_LAYOUT_COLUMNS}"),
+])
+def test_a_model_and_its_examples_must_agree_on_engineered_rows(reads, given, message):
+    example = make_example("g", layout_graph(), prune=True, compress=True, engineered=given)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, engineered_features=reads))
+    with pytest.raises(ValueError, match=message):
+        predict_layout(model, example, device=CPU)
+
+
+@pytest.mark.parametrize("params", [
+    {"engineered_features": True},
+    {"engineered_features": True, "fusion": "early", "config_attention": False, "training": "gst",
+     "segment_size": 8},
+], ids=["intermediate", "gst"])
+def test_fit_save_load_predict_with_engineered_rows(tiny_competition, tmp_path, params):
+    public = tiny_competition / "public"
+    ranker = GNNRanker(**{**FAST, **params})
+    ranker.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
+               FitOptions(progress=False))
+    assert ranker.model.engineered is not None and ranker.result.steps > 0
+    graphs = list(iter_split(public, LAYOUT, "test"))
+    predictions = [ranker.predict(LAYOUT, graph) for _, graph in graphs]
+    ranker.save(tmp_path / "model")
+    assert json.loads((tmp_path / "model" / "gnn.json").read_text())["config"]["engineered_features"] is True
+    loaded = GNNRanker.load(tmp_path / "model")
+    for (_, graph), scores in zip(graphs, predictions, strict=True):
+        assert scores.shape == (graph.num_configs,) and np.isfinite(scores).all()
+        np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), scores)
+
