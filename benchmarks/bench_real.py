@@ -48,10 +48,13 @@ from competition.stats import intervals, layout_taus, tau_interval
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
 METHODS = ("random", "heuristic", "gbdt", "gnn")
-# The gnn's defaults before issue 14 (early fusion, no cross-config attention, hinge loss): the
-# within-graph check holds the current defaults to them.
+# The gnn's defaults before issue 14 (early fusion, no cross-config attention, hinge loss, no
+# engineered config features): the within-graph check holds the current defaults to them.
 VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
-    "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "loss": "hinge"}),
+    "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "loss": "hinge",
+                           "engineered_features": False}),
+    # The gnn without the graph-relative engineered config features (the default before issue 25).
+    "gnn-no-engineered": ("gnn", {"engineered_features": False}),
     # Does pruning earn its place on real graphs? The gnn with every node kept.
     "gnn-unpruned": ("gnn", {"pruning": "none"}),
 }

@@ -150,8 +150,8 @@ def test_tile_batch_offsets_edges_and_groups_configs():
 def test_layout_ranker_shapes_and_row_dedup_changes_nothing():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(num_configs=9), prune=True, compress=False)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early",
-                                                 config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
+                                                 engineered_features=False)).eval()
     digits = example.configs.digits()  # (9, nc=2, 18)
     state = model.encode_nodes(example.inputs)
     assert state.shape == (example.num_nodes, 8)
@@ -318,7 +318,8 @@ def test_cuda_is_refused_clearly_when_absent(tiny_competition):
 
 
 def hand_made_layout_examples(count: int) -> list:
-    return [layout_example(f"g{i}", layout_graph(num_configs=12, seed=i), prune=True, compress=True)
+    return [make_example(f"g{i}", layout_graph(num_configs=12, seed=i), prune=True, compress=True,
+                         engineered=True)
             for i in range(count)]
 
 
@@ -347,7 +348,7 @@ def test_without_validation_graphs_the_last_weights_are_kept():
 
 
 def test_nothing_to_learn_is_an_error():
-    example = layout_example("flat", layout_graph(), prune=True, compress=False)
+    example = make_example("flat", layout_graph(), prune=True, compress=False, engineered=True)
     example.runtime[:] = 5.0  # all runtimes equal: no pair to rank
     with pytest.raises(ValueError, match="nothing to learn from"):
         train(LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early",

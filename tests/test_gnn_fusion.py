@@ -65,7 +65,8 @@ def test_chunked_prediction_equals_one_pass(fusion, attention):
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion,
-                                                 config_attention=attention, configs_per_graph=6)).eval()
+                                                 config_attention=attention, configs_per_graph=6,
+                                                 engineered_features=False)).eval()
     one_pass = predict_layout(model, example, device=CPU)
     chunked = predict_layout(model, example, device=CPU, batch_nodes=1)
     assert one_pass.shape == (example.num_configs,) and np.isfinite(one_pass).all()
@@ -79,7 +80,8 @@ def test_chunked_prediction_equals_one_pass(fusion, attention):
 def test_intermediate_fusion_scores_depend_on_the_configs_only_through_configurable_nodes():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(num_configs=12, duplicates=False), prune=False, compress=True)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False,
+                                                 engineered_features=False)).eval()
     with torch.no_grad():
         state = model.encode_nodes(example.inputs)  # message passing done once, config-free
         digits = example.configs.digits()
@@ -288,7 +290,7 @@ def test_tied_nodes_are_linked_to_their_group_when_asked():
     tied = {tuple(p) for p in example.inputs.config_links(tied=True).T.tolist()}
     assert tied - plain <= {(0, 1), (1, 0)} and {(0, 1), (1, 0)} <= tied
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False,
-                                                 tied_links=True)).eval()
+                                                 tied_links=True, engineered_features=False)).eval()
     one_pass = predict_layout(model, example, device=CPU)
     np.testing.assert_allclose(one_pass, predict_layout(model, example, device=CPU, batch_nodes=1), rtol=1e-5,
                                atol=1e-6)

@@ -130,8 +130,8 @@ def test_all_segments_fresh_equals_the_full_model_on_the_cut_graph():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(np.random.default_rng(2)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early",
-                                                 config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
+                                                 engineered_features=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     scores = gst_layout_scores(model, example, segments, table, index, segments_per_step=len(segments),
@@ -146,8 +146,8 @@ def test_historical_values_stand_in_for_segments_not_recomputed():
     torch.manual_seed(0)
     example = layout_example("g", layout_graph(np.random.default_rng(3)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early",
-                                                 config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
+                                                 engineered_features=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     common = {"stale_dropout": 0.0, "device": torch.device("cpu"), "dedup_rows": True}
@@ -169,8 +169,8 @@ def test_historical_values_stand_in_for_segments_not_recomputed():
 def test_stale_dropout_leaves_historical_values_out():
     example = layout_example("g", layout_graph(np.random.default_rng(4)), prune=False, compress=True)
     segments = segment_example(example, 25)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early",
-                                                 config_attention=False)).eval()
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
+                                                 engineered_features=False)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     table.values[:] = 100.0  # absurd stored values: they move the scores only when used

@@ -40,6 +40,9 @@ FORMAT_VERSION = 4
 READABLE_VERSIONS = (1, 2, 3, 4)
 # the model every version < 4 saved: early fusion, no attention, raw tile config features
 BEFORE_VERSION_4 = {"fusion": "early", "config_attention": False, "tile_geometry": False}
+# Settings added after a model format was fixed: a saved config without one was trained without it,
+# whatever the default has become since.
+ADDED_SETTINGS = {"engineered_features": False}
 LEGACY_PRUNING = {"one_hop": "onehop"}  # version 1's "pruning" field (transform.name) -> pruning name
 
 
@@ -296,7 +299,7 @@ class GNNRanker:
         if meta.get("format_version") not in READABLE_VERSIONS:
             raise SavedModelError(f"{meta_path}: format version {meta.get('format_version')!r}; "
                                   f"this kit reads {', '.join(map(str, READABLE_VERSIONS))}")
-        config = dict(meta["config"])
+        config = {**ADDED_SETTINGS, **meta["config"]}
         config["pruning"] = _saved_pruning(meta, meta_path)
         if meta["format_version"] < 4:  # whatever today's defaults, these models had no fusion choice
             config.update(BEFORE_VERSION_4)

@@ -60,7 +60,7 @@ class GNNConfig:
     config_attention: bool = setting(True, "layout: configs of a graph attend to each other before the head")
     tied_links: bool = setting(False, "layout, intermediate fusion: also mix tied nodes' rows with their "
                                "group's first node")
-    engineered_features: bool = setting(False, "layout: also read each config's engineered layout features "
+    engineered_features: bool = setting(True, "layout: also read each config's engineered layout features "
                                         "(the gbdt's) as z-scores within its graph (model.py)")
     tile_geometry: bool = setting(True, "tile: also read the engineered tiling facts of each config "
                                   "(data.py)")
