@@ -171,3 +171,41 @@ def test_a_model_saved_before_the_setting_existed_loads_without_it(tiny_competit
     assert loaded.config.engineered_features is False and loaded.model.engineered is None
     graph = next(iter_split(public, LAYOUT, "test"))[1]
     np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), ranker.predict(LAYOUT, graph))
+
+
+def test_training_graphs_keep_a_fixed_sample_of_their_configs(tmp_path):
+    graph = layout_graph(num_configs=40, seed=9)  # 37 distinct configs
+    whole = make_example("g", graph, prune=True, compress=True, engineered=True)
+    capped = make_example("g", graph, prune=True, compress=True, engineered=True, max_configs=10)
+    again = make_example("g", graph, prune=True, compress=True, engineered=True, max_configs=10)
+    assert whole.num_configs == 37 and capped.num_configs == 10 and capped.config_inverse is None
+    torch.testing.assert_close(capped.configs.digits(), again.configs.digits())  # the same sample every run
+    # each kept config is one of the graph's, with its own (min) runtime and its engineered row computed
+    # over the sample
+    kept = [int((whole.configs.digits() == d).all(dim=(1, 2)).nonzero()[0]) for d in capped.configs.digits()]
+    assert len(set(kept)) == 10
+    torch.testing.assert_close(capped.runtime, whole.runtime[kept])
+    file_rows = np.unique(whole.config_inverse, return_index=True)[1][kept]
+    torch.testing.assert_close(capped.engineered, engineered_layout_features(graph, file_rows))
+    # through the processed cache: the same sample, the configs left in the cache
+    save_graph(graph, tmp_path / "g.npz")
+    cached = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
+    through_cache = make_example("g", cached, prune=True, compress=True, engineered=True, max_configs=10)
+    assert type(through_cache.configs).__name__ == "CachedConfigStore"
+    torch.testing.assert_close(through_cache.configs.digits(), capped.configs.digits(), rtol=0, atol=0)
+    torch.testing.assert_close(through_cache.engineered, capped.engineered, rtol=0, atol=0)
+
+
+def test_graphs_to_predict_and_small_graphs_keep_every_config():
+    graph = layout_graph(num_configs=40, seed=9)  # 37 distinct configs
+    assert make_example("g", graph, prune=True, compress=True, max_configs=37).num_configs == 37
+    graph.config_runtime[:] = 0  # a test file: its scores must cover every config
+    test = make_example("g", graph, prune=True, compress=True, engineered=True, max_configs=10)
+    assert test.num_configs == 37 and test.expand(np.arange(37.0)).shape == (40,)
+
+
+def test_max_train_configs_is_checked():
+    assert GNNConfig().max_train_configs == 4096
+    assert GNNConfig(max_train_configs=None).max_train_configs is None
+    with pytest.raises(ValueError, match="max_train_configs"):
+        GNNConfig(max_train_configs=1)

@@ -64,6 +64,10 @@ class ConfigStore:
         """An in-memory store of the configs at ``index`` (k,), in that order."""
         return ConfigStore(self.data[index], self.packed)
 
+    def keep(self, index: np.ndarray) -> ConfigStore:
+        """The configs at ``index`` (k,), stored as these are (here: in memory)."""
+        return self.subset(torch.from_numpy(np.asarray(index, dtype=np.int64)))
+
 
 @dataclass
 class CachedConfigStore:
@@ -94,6 +98,10 @@ class CachedConfigStore:
         finally:
             self.graph.close()
         return torch.from_numpy(values.astype(np.int64) - LAYOUT_VALUE_MIN)
+
+    def keep(self, index: np.ndarray) -> CachedConfigStore:
+        """The configs at ``index`` (k,), stored as these are (left in the cache: nothing is read)."""
+        return CachedConfigStore(self.graph, self.rows[np.asarray(index, dtype=np.int64)])
 
     def subset(self, index: torch.Tensor) -> ConfigStore:
         """An in-memory (float32, as released) store of the configs at ``index`` (k,), in that order."""

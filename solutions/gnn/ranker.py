@@ -364,9 +364,11 @@ class GNNRanker:
                           desc=f"loading {source.collection.name} {split}{' (cached)' if cached else ''}",
                           enabled=options.progress and world.main)
         transform = self.transform
+        # Training and selection draw samples of a graph's configs: both get the capped examples.
         return [make_example(row_id, graph, prune=transform is not None, compress=options.compress,
                              transform=transform, tile_geometry=self.config.tile_geometry,
-                             find_tied=self.config.tied_links, engineered=self.config.engineered_features)
+                             find_tied=self.config.tied_links, engineered=self.config.engineered_features,
+                             max_configs=self.config.max_train_configs)
                 for row_id, graph in graphs]
 
 
