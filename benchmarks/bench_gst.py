@@ -55,7 +55,8 @@ torch.set_num_threads(1)
 example = layout_example("xla", xla_layout_graph(num_configs=64), prune=False, compress=True)
 # GST needs early fusion
 config = GNNConfig(pruning="none", training="full" if mode == "none" else mode, segment_size=segment_size,
-                   configs_per_graph=configs, fusion="early", config_attention=False)
+                   configs_per_graph=configs, fusion="early", config_attention=False,
+                   engineered_features=False)  # the examples above carry no engineered rows
 model = LayoutRanker.from_settings(config)
 optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
 rng, device = np.random.default_rng(0), torch.device("cpu")

@@ -16,12 +16,8 @@ from competition.data.processed_cache import build_cache
 from solutions.features.engineered import standardized
 from solutions.features.layout import layout_features
 from solutions.gnn import GNNRanker
-from solutions.gnn.data import (
-    ENGINEERED_LAYOUT_COLUMNS,
-    ENGINEERED_Z_LIMIT,
-    engineered_layout_features,
-    make_example,
-)
+from solutions.gnn.data import make_example
+from solutions.gnn.engineered import ENGINEERED_LAYOUT_COLUMNS, ENGINEERED_Z_LIMIT, engineered_layout_features
 from solutions.gnn.gst import EmbeddingTable, gst_layout_scores
 from solutions.gnn.model import LayoutRanker
 from solutions.gnn.settings import GNNConfig

@@ -45,12 +45,11 @@ from competition.data.graphs import LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph
 from competition.tasks import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
 from solutions.dedup import deduplicate_configs
-from solutions.features.engineered import standardized
-from solutions.features.layout import layout_feature_names, layout_features
 from solutions.features.layout_geometry import tied_groups
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
 from solutions.features.tile import tile_feature_names, tile_features
 from solutions.gnn.config_store import CachedConfigStore, ConfigStore, most_common_config, most_common_rows
+from solutions.gnn.engineered import engineered_layout_features, kept_configs, sample_training_configs
 from solutions.pruning import GraphTransform, PruningStats, parse_pruning
 
 # The one default pruning of the GNN, by name (solutions.pruning.parse_pruning): what GNNConfig.pruning
@@ -187,7 +186,7 @@ class LayoutExample:
     # (k,) int64 start offsets of the HLO computations (after pruning); Graph Segment Training reads them
     node_splits: np.ndarray | None = None
     # (c, ENGINEERED_LAYOUT_COLUMNS) float32: each kept config's engineered layout features as z-scores
-    # within the graph (``engineered_layout_features``); None unless the model reads them
+    # within the graph (``solutions.gnn.engineered``); None unless the model reads them
     engineered: torch.Tensor | None = None
 
     @property
@@ -333,7 +332,6 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
 
 # engineered columns after the 24 raw ones
 TILE_GEOMETRY_COLUMNS = len(tile_feature_names()) - TILE_CONFIG_DIM
-ENGINEERED_LAYOUT_COLUMNS = len(layout_feature_names())  # what engineered_layout_features gives per config
 
 
 def tile_config_tensor(graph: TileGraph, *, geometry: bool) -> np.ndarray:
@@ -375,38 +373,6 @@ def tile_example(row_id: str, graph: TileGraph, *, compress: bool, geometry: boo
     )
 
 
-# Engineered layout features are z-scores: a config 10 spreads from its graph's mean is already an
-# outlier, and a bound keeps one odd config from dominating a step.
-ENGINEERED_Z_LIMIT = 10.0
-
-
-def engineered_layout_features(graph: LayoutGraph, configs: np.ndarray | None = None) -> torch.Tensor:
-    """The gbdt's per-config layout features (``solutions.features.layout``) as z-scores within the
-    graph, over ``configs`` (default: all): (c', ENGINEERED_LAYOUT_COLUMNS) float32.
-
-    Read on the unpruned graph (the features look at every producer and consumer). Graph-relative, so
-    the same value means the same thing in a program whose padding varies by 30 % between configs
-    and in one where it varies by 0.01 % (docs/synthetic-data.md, "Version 3 and graph-relative
-    features").
-    """
-    values = standardized(layout_features(graph, configs=configs))
-    return torch.from_numpy(np.clip(values, -ENGINEERED_Z_LIMIT, ENGINEERED_Z_LIMIT).astype(np.float32))
-
-
-def sample_training_configs(num_configs: int, size: int) -> np.ndarray:
-    """The fixed sample (sorted, the same every run) of ``size`` of a training graph's ``num_configs``
-    kept configs: training draws only ``configs_per_graph`` x ``layout_epochs`` configs of a graph
-    (1,440 at the defaults), so a sample of a few thousand loses nothing, and the per-config work
-    done before training (the engineered features: ~5 ms per config on a 2,250-node graph) stays
-    bounded on graphs of 100,000 configs."""
-    return np.sort(np.random.default_rng(0).choice(num_configs, size=size, replace=False))
-
-
-def _kept_configs(inverse: np.ndarray | None) -> np.ndarray | None:
-    """One file config of each kept config (duplicates are identical configs), in kept order."""
-    return None if inverse is None else np.unique(inverse, return_index=True)[1]
-
-
 def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, compress: bool,
                  transform: GraphTransform | None = None, tile_geometry: bool = False,
                  find_tied: bool = False, engineered: bool = False,
@@ -414,13 +380,13 @@ def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, co
     """The example of one graph; a layout graph read from the processed cache keeps its configs there.
 
     Layout graphs are pruned with ``transform`` when ``prune`` is on (``default_pruning()`` when it is
-    None), get their tied groups with ``find_tied`` and their configs' ``engineered_layout_features``
-    with ``engineered``; tile graphs are never pruned, and get the engineered tiling columns with
-    ``tile_geometry``.
+    None), get their tied groups with ``find_tied`` and their configs' engineered features
+    (``solutions.gnn.engineered``) with ``engineered``; tile graphs are never pruned, and get the
+    engineered tiling columns with ``tile_geometry``.
 
     ``max_configs`` (training graphs): a labelled layout graph with more kept configs keeps a fixed
-    random sample of that many (``sample_training_configs``); its scores then no longer cover the
-    file's configs, so never pass it for a graph to be predicted.
+    random sample of that many (``solutions.gnn.engineered.sample_training_configs``); its scores then
+    no longer cover the file's configs, so never pass it for a graph to be predicted.
     """
     def layout() -> LayoutExample:
         cache = getattr(graph, "cache", None)  # a graph read through the processed cache
@@ -430,16 +396,18 @@ def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, co
         else:
             example = layout_example(row_id, graph, prune=prune, compress=compress, transform=transform,
                                      find_tied=find_tied)
-        rows = _kept_configs(example.config_inverse)  # a file config of each kept one (None: all)
+        rows = kept_configs(example.config_inverse)  # a file config of each kept one (None: all)
         if max_configs is not None and example.runtime is not None and example.num_configs > max_configs:
             keep = sample_training_configs(example.num_configs, max_configs)
             rows = keep if rows is None else rows[keep]
             example = replace(example, configs=example.configs.keep(keep), runtime=example.runtime[keep],
                               config_inverse=None)
         if engineered:
-            example.engineered = engineered_layout_features(graph, rows)
-            if cache is not None:
-                cache.close()  # the pass over the configs mapped them all; release them
+            try:
+                example.engineered = engineered_layout_features(graph, rows)
+            finally:
+                if cache is not None:
+                    cache.close()  # the pass over the configs mapped them all; release them
         return example
 
     examples = {"tile": lambda: tile_example(row_id, graph, compress=compress, geometry=tile_geometry),

@@ -57,7 +57,8 @@ from competition.tasks import LAYOUT, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM
 from solutions.accel import segment
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.gnn.config_store import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW
-from solutions.gnn.data import ENGINEERED_LAYOUT_COLUMNS, LayoutInputs, TileBatch
+from solutions.gnn.data import LayoutInputs, TileBatch
+from solutions.gnn.engineered import ENGINEERED_LAYOUT_COLUMNS
 from solutions.gnn.settings import FUSIONS, GNNConfig
 
 

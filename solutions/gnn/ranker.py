@@ -18,6 +18,8 @@ from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
 from competition.tasks import TILE_CONFIG_DIM, Task
 from solutions import distributed
+from solutions.features.engineered import FEATURE_VERSION
+from solutions.features.layout import layout_feature_names
 from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
 from solutions.gnn.model import LayoutRanker, TileRanker
 from solutions.gnn.settings import GNNConfig
@@ -280,6 +282,8 @@ class GNNRanker:
             },
             "pruning_summary": self.pruning_summary,
         }
+        if isinstance(self.model, LayoutRanker) and self.model.engineered is not None:
+            meta["engineered_columns"] = engineered_columns()
         (path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
@@ -311,6 +315,8 @@ class GNNRanker:
         ranker.compress = bool(meta["compress"])
         ranker.pruning_summary = meta.get("pruning_summary")
         ranker.model = ranker._build(ranker.collection)
+        if isinstance(ranker.model, LayoutRanker) and ranker.model.engineered is not None:
+            _check_engineered_columns(meta.get("engineered_columns"), meta_path)
         ranker.model.load_state_dict(torch.load(model_path, map_location="cpu", weights_only=True))
         ranker.model.eval()
         return ranker
@@ -368,7 +374,8 @@ class GNNRanker:
         return [make_example(row_id, graph, prune=transform is not None, compress=options.compress,
                              transform=transform, tile_geometry=self.config.tile_geometry,
                              find_tied=self.config.tied_links, engineered=self.config.engineered_features,
-                             max_configs=self.config.max_train_configs)
+                             max_configs=self.config.max_train_configs if self.config.engineered_features
+                             else None)
                 for row_id, graph in graphs]
 
 
@@ -413,6 +420,28 @@ def _selection_plan(valid_examples: list, task: Task) -> SelectionPlan:
     informative, offered = (int(v)
                             for v in distributed.all_sum([sum(c >= need for c in counts), len(counts)]))
     return plan_selection([need] * informative + [0] * (offered - informative), task)
+
+
+def engineered_columns() -> dict:
+    """What a layout model with engineered features was trained on: the feature version and names."""
+    return {"version": FEATURE_VERSION, "names": layout_feature_names()}
+
+
+def _check_engineered_columns(saved: dict | None, meta_path: Path) -> None:
+    """SavedModelError unless the model's engineered features are the ones this kit computes."""
+    now = engineered_columns()
+    if saved == now:
+        return
+    if not isinstance(saved, dict):
+        raise SavedModelError(f"{meta_path}: the model reads engineered layout features but the file does "
+                              f"not record which; retrain the model")
+    names = list(saved.get("names") or [])
+    differs = next((f"column {i}: {a!r} saved, {b!r} now" for i, (a, b) in
+                    enumerate(zip(names, now["names"], strict=False)) if a != b),
+                   f"{len(names)} columns saved, {len(now['names'])} now")
+    raise SavedModelError(f"{meta_path}: trained on engineered layout features (version "
+                          f"{saved.get('version')!r}) that this kit computes differently (version "
+                          f"{now['version']}; {differs}); retrain the model")
 
 
 def _saved_pruning(meta: dict, meta_path: Path) -> str:

@@ -62,9 +62,9 @@ class GNNConfig:
                                "group's first node")
     engineered_features: bool = setting(True, "layout: also read each config's engineered layout features "
                                         "(the gbdt's) as z-scores within its graph (model.py)")
-    max_train_configs: int | None = setting(4096, "layout: a training graph with more distinct configs "
-                                            "keeps a fixed random sample of this many (none: all; data.py)",
-                                            low=2)
+    max_train_configs: int | None = setting(4096, "layout, with engineered_features: a training graph "
+                                            "with more distinct configs keeps a fixed random sample of "
+                                            "this many (none: all; data.py)", low=2)
     tile_geometry: bool = setting(True, "tile: also read the engineered tiling facts of each config "
                                   "(data.py)")
     lr: float = setting(5e-3, "AdamW learning rate, cosine decay to lr / 10 over the planned steps (0: no "
