@@ -22,6 +22,7 @@ BENCHMARKS = (
     "benchmarks.bench_solutions",
     "benchmarks.bench_gst",
     "benchmarks.bench_fusion",
+    "benchmarks.bench_engineered",
     "benchmarks.bench_realscale_training",
     "benchmarks.bench_realscale_split",  # the longest: writes and reads a 20 GB (float32) split
     "benchmarks.bench_leaderboard",
