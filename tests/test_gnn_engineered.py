@@ -22,7 +22,7 @@ from solutions.gnn.gst import EmbeddingTable, gst_layout_scores
 from solutions.gnn.model import LayoutRanker
 from solutions.gnn.settings import GNNConfig
 from solutions.gnn.train import layout_selection_sample, predict_layout
-from solutions.method import FitOptions, SplitSource
+from solutions.method import FitOptions, SavedModelError, SplitSource
 
 CPU = torch.device("cpu")
 
@@ -205,3 +205,26 @@ def test_max_train_configs_is_checked():
     assert GNNConfig(max_train_configs=None).max_train_configs is None
     with pytest.raises(ValueError, match="max_train_configs"):
         GNNConfig(max_train_configs=1)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda meta: meta.pop("engineered_columns"), "the file does not record which; retrain the model"),
+    (lambda meta: meta["engineered_columns"]["names"].__setitem__(3, "renamed"),
+     r"computes differently \(version \d+; column 3: 'renamed' saved, '\w+' now\); retrain the model"),
+    (lambda meta: meta["engineered_columns"]["names"].pop(),
+     rf"{ENGINEERED_LAYOUT_COLUMNS - 1} columns saved, {ENGINEERED_LAYOUT_COLUMNS} now"),
+    (lambda meta: meta["engineered_columns"].update(version=0), r"\(version 0\) that this kit computes"),
+], ids=["missing", "renamed", "fewer", "version"])
+def test_a_model_whose_engineered_columns_differ_is_refused(tiny_competition, tmp_path, edit, message):
+    public = tiny_competition / "public"
+    ranker = GNNRanker(**FAST)
+    ranker.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
+               FitOptions(progress=False))
+    ranker.save(tmp_path / "model")
+    meta_path = tmp_path / "model" / "gnn.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["engineered_columns"]["names"][0] == "output_match_expected"
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(SavedModelError, match=message):
+        GNNRanker.load(tmp_path / "model")
