@@ -534,7 +534,7 @@ def test_collapsing_tied_nodes_keeps_one_per_group_and_the_producer_layouts(tiny
     graphs = [g for _, g in iter_split(tiny_competition / "public", collection, "train")]
     saw_a_tie = False
     for graph in graphs:
-        context = layout_context(graph)
+        context = layout_context(graph, with_tied=True)
         collapsed, kept = context.collapsed()
         reps = context.representative
         saw_a_tie |= kept.size < context.num_configurable
@@ -597,7 +597,10 @@ def _two_hop_graph() -> LayoutGraph:
 
 def test_winner_features_on_a_hand_made_graph():
     graph = _two_hop_graph()
-    context = layout_context(graph)
+    assert layout_context(graph).config_repeats is None  # computed only when asked
+    with pytest.raises(ValueError, match=r"layout_context\(graph, with_repeats=True\)"):
+        layout_features(graph, layout_context(graph), winner_features=True)
+    context = layout_context(graph, with_repeats=True)
     assert context.two_hop[1].tolist() == [-1, 0, -1]  # B's input reaches A through the add
     assert context.config_repeats.tolist() == [2, 1, 2]
     columns = dict(zip(WINNER_FEATURE_NAMES, layout_features(graph, context, winner_features=True)[:, -len(

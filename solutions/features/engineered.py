@@ -75,7 +75,9 @@ def _tile_config_features(graph: TileGraph, settings: FeatureSettings,
 
 def _layout_config_features(graph: LayoutGraph, settings: FeatureSettings,
                             configs: np.ndarray | None) -> np.ndarray:
-    return layout_features(graph, layout_context(graph), configs=configs,
+    context = layout_context(graph, with_tied=settings.collapse_tied_nodes,
+                             with_repeats=settings.winner_features)
+    return layout_features(graph, context, configs=configs,
                            collapse_tied_nodes=settings.collapse_tied_nodes,
                            winner_features=settings.winner_features)
 

@@ -72,7 +72,8 @@ def layout_features(graph: LayoutGraph, context: LayoutContext | None = None, *,
     ``collapse_tied_nodes``: featurize one representative per tied group (``tied_groups``) only.
     ``winner_features``: append the ``WINNER_FEATURE_NAMES`` columns.
     """
-    context = context if context is not None else layout_context(graph)
+    context = context if context is not None else layout_context(
+        graph, with_tied=collapse_tied_nodes, with_repeats=winner_features)
     feat = graph.node_config_feat
     index = np.arange(feat.shape[0]) if configs is None else np.asarray(configs, dtype=np.int64)
     width = len(layout_feature_names()) + (len(WINNER_FEATURE_NAMES) if winner_features else 0)
@@ -187,7 +188,10 @@ def _winner_features(feat: np.ndarray, context: LayoutContext, configs: np.ndarr
     of_8 = active & (np.mod(minor, SUBLANES) == 0) & ~of_128
     count = np.maximum(active.sum(axis=(1, 2)), 1)
     raw = np.broadcast_to(context.tensor_elements[None], geometry.padded_elements.shape)
-    repeats = context.config_repeats[configs] if context.config_repeats is not None else np.ones(c)
+    if context.config_repeats is None:
+        raise ValueError("the winner features need how often each config repeats: build the context with "
+                         "layout_context(graph, with_repeats=True)")
+    repeats = context.config_repeats[configs]
     return np.stack([
         (mismatch & configurable).sum(axis=(1, 2)).astype(np.float64),
         (mismatch & plain).sum(axis=(1, 2)).astype(np.float64),

@@ -105,8 +105,14 @@ def column_modes(codes: np.ndarray) -> np.ndarray:
     return modes
 
 
-def layout_context(graph: LayoutGraph) -> LayoutContext:
+def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
+                   with_repeats: bool = False) -> LayoutContext:
     """Per-graph facts for the layout features: tensor shapes, expected layouts, producer links.
+
+    ``with_tied`` also finds the tied groups (``representative``, for ``collapse_tied_nodes``) and
+    ``with_repeats`` how often each config repeats (``config_repeats``, for the winner features):
+    each sorts every config row of the graph, which on a 100,000-config graph cost more than the rest
+    of the features, so they are computed only when asked.
 
     Operands are found through the edges (``[consumer, producer]``). The released edges are sorted
     and deduplicated, so operand order is lost: the input vector is matched to the first producer
@@ -178,8 +184,8 @@ def layout_context(graph: LayoutGraph) -> LayoutContext:
     return LayoutContext(
         tensor_dims=tensor_dims, tensor_elements=tensor_elements, rank=rank, expected=expected,
         producer=producer, has_plain_consumer=has_plain_consumer, kind=kind, mode_codes=mode_codes,
-        representative=tied_groups(codes) if feat.shape[0] else np.arange(nc), two_hop=two_hop,
-        config_repeats=_repeats(codes),
+        representative=(tied_groups(codes) if feat.shape[0] else np.arange(nc)) if with_tied else None,
+        two_hop=two_hop, config_repeats=_repeats(codes) if with_repeats else None,
     )
 
 
