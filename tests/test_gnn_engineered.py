@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 import torch
 from test_gnn import FAST, LAYOUT, layout_graph
-from test_gst import cut_inputs, segment_example
-from test_gst import layout_graph as segmented_graph
 
 from competition.data.graphs import iter_split, save_graph
 from competition.data.processed_cache import build_cache
@@ -18,7 +16,6 @@ from solutions.features.layout import layout_features
 from solutions.gnn import GNNRanker
 from solutions.gnn.data import make_example
 from solutions.gnn.engineered import ENGINEERED_LAYOUT_COLUMNS, ENGINEERED_Z_LIMIT, engineered_layout_features
-from solutions.gnn.gst import EmbeddingTable, gst_layout_scores
 from solutions.gnn.model import LayoutRanker
 from solutions.gnn.settings import GNNConfig
 from solutions.gnn.train import layout_selection_sample, predict_layout
@@ -135,22 +132,6 @@ def test_fit_save_load_predict_with_engineered_rows(tiny_competition, tmp_path, 
         assert scores.shape == (graph.num_configs,) and np.isfinite(scores).all()
         np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), scores)
 
-
-
-def test_gst_with_every_segment_fresh_equals_the_full_model_with_engineered_rows():
-    torch.manual_seed(0)
-    example = make_example("g", segmented_graph(np.random.default_rng(2)), prune=False, compress=True,
-                           engineered=True)
-    segments = segment_example(example, 25)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
-                                                 engineered_features=True)).eval()
-    index = torch.arange(example.num_configs)
-    table = EmbeddingTable(example.num_configs, len(segments), 8)
-    scores = gst_layout_scores(model, example, segments, table, index, segments_per_step=len(segments),
-                               stale_dropout=0.0, rng=np.random.default_rng(0), device=CPU, dedup_rows=True)
-    reference = model(cut_inputs(example, segments), example.configs.digits(index),
-                      engineered=example.engineered)
-    torch.testing.assert_close(scores, reference, rtol=1e-5, atol=1e-5)
 
 
 def test_a_model_saved_before_the_setting_existed_loads_without_it(tiny_competition, tmp_path):

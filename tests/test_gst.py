@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from competition.collections import COLLECTION_BY_NAME
 from competition.data.graphs import LayoutGraph, iter_split
 from solutions.gnn import GNNRanker
-from solutions.gnn.data import LayoutInputs, layout_example
+from solutions.gnn.data import LayoutInputs, layout_example, make_example
 from solutions.gnn.gst import (
     EmbeddingTable,
     SegmentTraining,
@@ -126,18 +126,21 @@ def cut_inputs(example, segments) -> LayoutInputs:
                         inputs.common_rows)
 
 
-def test_all_segments_fresh_equals_the_full_model_on_the_cut_graph():
+@pytest.mark.parametrize("engineered", [False, True], ids=["plain", "engineered"])
+def test_all_segments_fresh_equals_the_full_model_on_the_cut_graph(engineered):
     torch.manual_seed(0)
-    example = layout_example("g", layout_graph(np.random.default_rng(2)), prune=False, compress=True)
+    example = make_example("g", layout_graph(np.random.default_rng(2)), prune=False, compress=True,
+                           engineered=engineered)
     segments = segment_example(example, 25)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
-                                                 engineered_features=False)).eval()
+                                                 engineered_features=engineered)).eval()
     index = torch.arange(example.num_configs)
     table = EmbeddingTable(example.num_configs, len(segments), 8)
     scores = gst_layout_scores(model, example, segments, table, index, segments_per_step=len(segments),
                                stale_dropout=0.0, rng=np.random.default_rng(0), device=torch.device("cpu"),
                                dedup_rows=True)
-    reference = model(cut_inputs(example, segments), example.configs.digits(index))
+    reference = model(cut_inputs(example, segments), example.configs.digits(index),
+                      engineered=example.engineered)
     torch.testing.assert_close(scores, reference, rtol=1e-5, atol=1e-5)
     assert table.filled.all()  # every fresh value was written
 

@@ -21,7 +21,6 @@ import numpy as np
 from competition.data.graphs import Graph, LayoutGraph, TileGraph
 from solutions.features.graph_facts import check_kind, graph_feature_names, graph_features
 from solutions.features.layout import WINNER_FEATURE_NAMES, layout_feature_names, layout_features
-from solutions.features.layout_geometry import layout_context
 from solutions.features.tile import tile_feature_names, tile_features
 
 FEATURE_LIMIT = 1e30  # features are clipped to +-this before the float32 cast
@@ -75,9 +74,7 @@ def _tile_config_features(graph: TileGraph, settings: FeatureSettings,
 
 def _layout_config_features(graph: LayoutGraph, settings: FeatureSettings,
                             configs: np.ndarray | None) -> np.ndarray:
-    context = layout_context(graph, with_tied=settings.collapse_tied_nodes,
-                             with_repeats=settings.winner_features)
-    return layout_features(graph, context, configs=configs,
+    return layout_features(graph, configs=configs,
                            collapse_tied_nodes=settings.collapse_tied_nodes,
                            winner_features=settings.winner_features)
 

@@ -201,6 +201,11 @@ class LayoutExample:
         """Scores of the kept configs -> scores of every config of the file: (c,) -> (c0,)."""
         return per_config if self.config_inverse is None else per_config[self.config_inverse]
 
+    def engineered_rows(self, index: torch.Tensor, device: torch.device | str = "cpu") -> torch.Tensor | None:
+        """The engineered features of kept configs ``index`` (B,) -> (B, F) on ``device``; None without
+        them."""
+        return None if self.engineered is None else self.engineered[index].to(device)
+
 
 @dataclass
 class TileExample:

@@ -129,19 +129,14 @@ def predict_layout(model: LayoutRanker, example: LayoutExample, *, device: torch
         peers = context_index(example.num_configs, model.attention_context)
         context = model.pool_configs(inputs, node_state, example.configs.digits(peers).to(device),
                                      dedup_rows=dedup_rows,
-                                     engineered=engineered_rows(example, peers, device))
+                                     engineered=example.engineered_rows(peers, device))
     out = []
     for start in range(0, example.num_configs, chunk):
         index = torch.arange(start, min(example.num_configs, start + chunk))
         digits = example.configs.digits(index).to(device)
         out.append(model.forward_encoded(inputs, node_state, digits, dedup_rows=dedup_rows, context=context,
-                                         engineered=engineered_rows(example, index, device)).cpu())
+                                         engineered=example.engineered_rows(index, device)).cpu())
     return torch.cat(out).double().numpy() if out else np.zeros(0)
-
-
-def engineered_rows(example: LayoutExample, index: torch.Tensor, device: torch.device) -> torch.Tensor | None:
-    """The engineered features of configs ``index`` (B,) -> (B, F) on ``device``; None without them."""
-    return None if example.engineered is None else example.engineered[index].to(device)
 
 
 @torch.no_grad()
@@ -166,7 +161,7 @@ def layout_selection_sample(example: LayoutExample, max_configs: int,
         row_id=example.row_id, inputs=example.inputs,
         configs=example.configs.subset(index),
         runtime=example.runtime[index], config_inverse=None, pruning=example.pruning,
-        engineered=None if example.engineered is None else example.engineered[index],
+        engineered=example.engineered_rows(index),
     )
 
 
@@ -386,7 +381,7 @@ def _layout_step(model: LayoutRanker, example: LayoutExample, config: GNNConfig,
                  device: torch.device, dedup_rows: bool) -> torch.Tensor:
     index = _sample(example.num_configs, config.configs_per_graph, rng)
     scores = model(example.inputs.to(device), example.configs.digits(index).to(device), dedup_rows=dedup_rows,
-                   engineered=engineered_rows(example, index, device))
+                   engineered=example.engineered_rows(index, device))
     return ranking_loss(config, scores, example.runtime[index].to(device))
 
 
