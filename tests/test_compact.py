@@ -13,6 +13,7 @@ from competition.data.compact import (
     PACKED_VECTOR_LIMIT,
     check_layout_configs,
     from_int8,
+    layout_row_codes,
     pack_layout_configs,
     pack_layout_vector_codes,
     storage_bytes,
@@ -147,6 +148,17 @@ def test_codes_are_equal_exactly_when_rows_are(feat):
     same_rows = (rows[:, None, :] == rows[None, :, :]).all(axis=-1)
     np.testing.assert_array_equal(codes[:, None] == codes[None, :], same_rows)
     assert codes.size == 0 or (codes.min() >= 0 and codes.max() < 7**18)
+
+
+@settings(max_examples=60, deadline=None)
+@given(layout_configs(max_configs=8, max_nodes=4))
+def test_unchecked_row_codes_equal_the_checked_ones(feat):
+    # the layout features pack rows they converted already; the codes must be the checked function's
+    expected = pack_layout_vector_codes(feat)
+    for values in (feat, feat.astype(np.int64), feat.astype(np.int8)):
+        codes = layout_row_codes(values)
+        assert codes.shape == expected.shape and codes.dtype == np.int64
+        np.testing.assert_array_equal(codes, expected)
 
 
 @settings(max_examples=60, deadline=None)

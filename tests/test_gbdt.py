@@ -205,6 +205,30 @@ def test_layout_features_of_a_cached_graph_read_in_chunks_equal_the_loaded_ones(
                                   config_features(graph, settings, configs=configs))
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 6), st.integers(0, 9), st.integers(0, 2**16))
+def test_minor_dimension_shares_counted_in_one_pass_equal_one_mean_per_dimension(c, nc, seed):
+    from solutions.features.layout import _minor_dim_shares, _weighted_mean
+    from solutions.features.shapes import MAX_DIMS
+
+    rng = np.random.default_rng(seed)
+    minor = rng.integers(-1, MAX_DIMS, size=(c, nc))
+    active = (rng.random((c, nc)) < 0.7).astype(np.float64)
+    fast = _minor_dim_shares(minor, active, active.sum(axis=1))
+    slow = [_weighted_mean((minor == d).astype(np.float64), active) for d in range(MAX_DIMS)]
+    for got, want in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_layout_values_of_integer_configs_equal_those_of_the_released_floats():
+    from solutions.features.shapes import layout_values
+
+    floats = np.random.default_rng(0).integers(-1, 6, size=(5, 4, 18)).astype(np.float32)
+    for integers in (floats.astype(np.int8), floats.astype(np.int64)):
+        np.testing.assert_array_equal(layout_values(integers), layout_values(floats))
+    assert layout_values(np.array([7, -3], np.int8)).tolist() == [5, -1]  # clipped like the floats
+
+
 @pytest.mark.parametrize("value", [1e8, 3e12, 1e30, -9.2e18, np.inf, np.nan])
 def test_features_stay_finite_on_huge_or_broken_node_features(value: float):
     rng = np.random.default_rng(2)

@@ -143,6 +143,11 @@ def _pack_vectors(vectors: np.ndarray, offset: int, shape: tuple[int, ...], name
     ``offset`` is the flat position of ``vectors[0, 0]`` in the array of ``shape``, for the message.
     """
     check_layout_chunk(vectors, offset, shape, name)
+    return _vector_codes(vectors)
+
+
+def _vector_codes(vectors: np.ndarray) -> np.ndarray:
+    """(k, 6) layout vectors already known to hold integers in -1..5 -> (k,) int32 base-7 codes."""
     digits = vectors.astype(np.float32) - LAYOUT_VALUE_MIN  # 0..6
     return (digits @ _SLOT_WEIGHTS.astype(np.float32)).astype(np.int32)
 
@@ -213,10 +218,21 @@ def pack_layout_vector_codes(node_config_feat: np.ndarray, *, name: str = "node_
     rows = arr.reshape(-1, LAYOUT_ROW_DIM)
     out = np.empty(rows.shape[0], dtype=np.int64)
     for part in _chunks(rows.shape[0], LAYOUT_ROW_DIM):
-        vectors = rows[part].reshape(-1, LAYOUT_SLOTS)
-        packed = _pack_vectors(vectors, part.start * LAYOUT_ROW_DIM, arr.shape, name)
-        out[part] = packed.reshape(-1, len(LAYOUT_VECTORS)).astype(np.int64) @ _VECTOR_WEIGHTS
+        check_layout_chunk(rows[part], part.start * LAYOUT_ROW_DIM, arr.shape, name)
+        out[part] = layout_row_codes(rows[part])
     return out.reshape(arr.shape[:-1])
+
+
+def layout_row_codes(values: np.ndarray) -> np.ndarray:
+    """``pack_layout_vector_codes`` of (..., 18) values already known to be integers in -1..5, without
+    the check: for callers that converted (and clipped) them already, such as the layout features.
+
+    Shapes:
+        (..., 18) -> (...) int64.
+    """
+    vectors = np.asarray(values).reshape(-1, LAYOUT_SLOTS)
+    packed = _vector_codes(vectors).reshape(-1, len(LAYOUT_VECTORS)).astype(np.int64)
+    return (packed @ _VECTOR_WEIGHTS).reshape(np.shape(values)[:-1])
 
 
 def storage_bytes(num_configs: int, num_configurable: int) -> dict[str, int]:

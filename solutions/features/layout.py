@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from competition.data.compact import pack_layout_vector_codes
 from competition.data.graphs import LayoutGraph
 from solutions.features.layout_geometry import LayoutContext, layout_context, layout_geometry
 from solutions.features.shapes import (
@@ -53,10 +52,31 @@ WINNER_FEATURE_NAMES = [
 
 
 
-def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Mean over the node axis (1) of (c, nc) values with (nc,) or (c, nc) weights; 0 with no weight."""
-    total = np.broadcast_to(weights, values.shape).sum(axis=1)
+def _weighted_mean(values: np.ndarray, weights: np.ndarray, total: np.ndarray | None = None) -> np.ndarray:
+    """Mean over the node axis (1) of (c, nc) values with (nc,) or (c, nc) weights; 0 with no weight.
+
+    ``total``: ``weights`` summed over the nodes, (c,) or scalar, when the caller has it already (several
+    columns share one set of weights)."""
+    if total is None:
+        total = _total(weights)
     return (values * weights).sum(axis=1) / np.where(total > 0, total, 1.0)
+
+
+def _total(weights: np.ndarray) -> np.ndarray:
+    """Node-axis sum of (nc,) or (c, nc) weights: per config, or one number when every config shares them."""
+    return weights.sum(axis=-1)
+
+
+def _minor_dim_shares(minor: np.ndarray, active: np.ndarray, total: np.ndarray) -> list[np.ndarray]:
+    """For each dimension d, the active nodes' share putting d minor-most: ``_weighted_mean(minor == d,
+    active)`` for every d in one counting pass instead of one pass per dimension (exact: the sums count
+    0/1 values)."""
+    c = minor.shape[0]
+    slot = np.where(active > 0, minor, -1) + 1  # 0: inactive or unset, 1 + d: dimension d
+    counts = np.bincount((np.arange(c)[:, None] * (MAX_DIMS + 1) + slot).reshape(-1),
+                         minlength=c * (MAX_DIMS + 1)).reshape(c, MAX_DIMS + 1)
+    denominator = np.where(total > 0, total, 1.0)
+    return [counts[:, d + 1] / denominator for d in range(MAX_DIMS)]
 
 
 def layout_features(graph: LayoutGraph, context: LayoutContext | None = None, *,
@@ -104,6 +124,7 @@ def _layout_chunk_features(feat: np.ndarray, context: LayoutContext) -> np.ndarr
     for vector in range(3):
         active = geometry.active[:, :, vector].astype(np.float64)  # (c, nc)
         weight = size_weight[:, vector] * active
+        active_total = _total(active)
         chosen = geometry.layouts[:, :, vector]
         match = (~geometry.mismatch[:, :, vector]).astype(np.float64)
         elements = context.tensor_elements[:, vector]
@@ -114,27 +135,29 @@ def _layout_chunk_features(feat: np.ndarray, context: LayoutContext) -> np.ndarr
         minor_size, second_size = geometry.minor_size[:, :, vector], geometry.second_size[:, :, vector]
         padded = geometry.padded_elements[:, :, vector] * active
         columns += [
-            _weighted_mean(match, active),
+            _weighted_mean(match, active, active_total),
             _weighted_mean(match, weight),
             log_size((geometry.mismatch[:, :, vector] * elements).sum(axis=1)),
-            _weighted_mean(minor_expected.astype(np.float64), active),
-            _weighted_mean(descending.astype(np.float64), active),
-            _weighted_mean((minor == -1).astype(np.float64), active),
+            _weighted_mean(minor_expected.astype(np.float64), active, active_total),
+            _weighted_mean(descending.astype(np.float64), active, active_total),
+            _weighted_mean((minor == -1).astype(np.float64), active, active_total),
             log_size(padded.sum(axis=1)),
-            _weighted_mean(np.log(pad_factor(minor_size, LANES) * pad_factor(second_size, SUBLANES)), active),
-            _weighted_mean(log_size(minor_size), active),
-            _weighted_mean(log_size(second_size), active),
+            _weighted_mean(np.log(pad_factor(minor_size, LANES) * pad_factor(second_size, SUBLANES)), active,
+                           active_total),
+            _weighted_mean(log_size(minor_size), active, active_total),
+            _weighted_mean(log_size(second_size), active, active_total),
         ]
-        columns += [_weighted_mean((minor == d).astype(np.float64), active) for d in range(MAX_DIMS)]
+        columns += _minor_dim_shares(minor, active, active_total)
         if vector < 2:  # output and input, per kind of node: a layout costs a dot what it does not a reshape
             by_kind.append((match, descending, minor_expected, padded, active))
     for match, descending, minor_expected, padded, active in by_kind:
         for k in range(len(CONFIGURABLE_KINDS)):
             of_kind = active * (context.kind == k)
+            kind_total = _total(of_kind)
             columns += [
-                _weighted_mean(match, of_kind),
-                _weighted_mean(descending.astype(np.float64), of_kind),
-                _weighted_mean(minor_expected.astype(np.float64), of_kind),
+                _weighted_mean(match, of_kind, kind_total),
+                _weighted_mean(descending.astype(np.float64), of_kind, kind_total),
+                _weighted_mean(minor_expected.astype(np.float64), of_kind, kind_total),
                 log_size((padded * of_kind).sum(axis=1)),
             ]
 
@@ -149,7 +172,7 @@ def _layout_chunk_features(feat: np.ndarray, context: LayoutContext) -> np.ndarr
         _ratio((link_match * link_weight).sum(axis=(1, 2)), link_weight.sum(axis=(1, 2))),
         _ratio((link_match * plain_link).sum(axis=(1, 2)), plain_link.sum(axis=(1, 2))),
     ]
-    matches_mode = (pack_layout_vector_codes(feat) == context.mode_codes[None]).astype(np.float64)
+    matches_mode = (geometry.codes() == context.mode_codes[None]).astype(np.float64)
     columns += [
         matches_mode.mean(axis=1),
         _weighted_mean(matches_mode, size_weight[:, 0]),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from competition.data.compact import pack_layout_vector_codes
+from competition.data.compact import layout_row_codes, pack_layout_vector_codes
 from competition.data.graphs import LayoutGraph
 from competition.data.hlo import OPCODE_IDS
 from solutions.features.shapes import (
@@ -207,6 +207,12 @@ class LayoutGeometry:
     minor_size: np.ndarray  # float64 size of the minor-most dimension (for an unset vector: as assumed)
     second_size: np.ndarray  # float64 size of the second-minor dimension (1 when rank < 2)
     layouts: np.ndarray  # (c, nc, 3, 6) int64 the chosen layouts as given (-1 = unset)
+    values: np.ndarray  # (c, nc, 18) int64 the rows as given, converted once (``layout_values``)
+
+    def codes(self) -> np.ndarray:
+        """(c, nc) int64: each node's whole row as ``pack_layout_vector_codes`` packs it (no second check:
+        the rows were read through ``layout_values``)."""
+        return layout_row_codes(self.values)
 
     def cost(self) -> np.ndarray:
         """(c,) the heuristic's estimate in elements moved: every configured tensor is touched once in
@@ -218,7 +224,8 @@ class LayoutGeometry:
 def layout_geometry(node_config_feat: np.ndarray, context: LayoutContext) -> LayoutGeometry:
     """Padding and agreement of every (config, node, vector) of a chunk of configs (c, nc, 18)."""
     c, nc = node_config_feat.shape[:2]
-    layouts = layout_values(node_config_feat).reshape(c, nc, 3, MAX_DIMS)
+    values = layout_values(node_config_feat)  # (c, nc, 18), converted once for every use below
+    layouts = values.reshape(c, nc, 3, MAX_DIMS)
     active = np.broadcast_to(context.rank > 0, (c, nc, 3))
     # What each vector should agree with: a configurable producer's chosen output, else the fixed layout.
     expected = np.broadcast_to(context.expected, (c, nc, 3, MAX_DIMS)).copy()
@@ -250,6 +257,6 @@ def layout_geometry(node_config_feat: np.ndarray, context: LayoutContext) -> Lay
     padding = pad_factor(minor_size, LANES) * pad_factor(second_size, SUBLANES)
     padded = context.tensor_elements[None] * padding
     return LayoutGeometry(active=active, padded_elements=padded, mismatch=mismatch, minor_size=minor_size,
-                          second_size=second_size, layouts=chosen)
+                          second_size=second_size, layouts=chosen, values=values)
 
 

@@ -52,7 +52,10 @@ def finite(values: np.ndarray) -> np.ndarray:
 
 def layout_values(values: np.ndarray) -> np.ndarray:
     """Layout slots as int64 in -1..5 (dimension indices, -1 = unset); anything else is clipped there."""
-    return np.rint(np.clip(finite(np.asarray(values)), -1, MAX_DIMS - 1)).astype(np.int64)
+    values = np.asarray(values)
+    if values.dtype.kind in "iub":  # the cache's int8 configs: no NaN to clear, nothing to round
+        return np.clip(values.astype(np.int64), -1, MAX_DIMS - 1)
+    return np.rint(np.clip(finite(values), -1, MAX_DIMS - 1)).astype(np.int64)
 
 
 def config_chunks(num_configs: int, num_configurable: int) -> Iterator[slice]:
