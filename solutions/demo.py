@@ -137,8 +137,7 @@ What a real run needs (BENCHMARKS.md): a whole real-size layout:nlp:random split
 --cache-dir, in about 4-5 min per method at the benchmark's light settings on 2 cores; the cache takes
 about 5.4 GB of disk for that split. At the whole release's size (the synthetic --scale full rehearsal)
 the default gnn took 40 min for all five collections on 2 cores with a cold cache and 5 min of training
-per collection, under 2 GB (gbdt 17.6 min on the previous generator's data); wider gnn models want a
-GPU."""
+per collection, under 2 GB (gbdt 18 min on the warm cache); wider gnn models want a GPU."""
 
 
 def _beside_python(name: str) -> str:
