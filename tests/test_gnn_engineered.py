@@ -14,7 +14,7 @@ from competition.data.processed_cache import build_cache
 from solutions.features.engineered import standardized
 from solutions.features.layout import layout_features
 from solutions.gnn import GNNRanker
-from solutions.gnn.data import make_example
+from solutions.gnn.data import LayoutExample, make_example
 from solutions.gnn.engineered import ENGINEERED_LAYOUT_COLUMNS, ENGINEERED_Z_LIMIT, engineered_layout_features
 from solutions.gnn.model import LayoutRanker
 from solutions.gnn.settings import GNNConfig
@@ -73,13 +73,20 @@ def test_engineered_rows_of_a_graph_without_configs():
     assert engineered_layout_features(empty).shape == (0, ENGINEERED_LAYOUT_COLUMNS)
 
 
-@pytest.mark.parametrize("fusion", ["early", "intermediate"])
-def test_chunked_prediction_with_engineered_rows_equals_one_pass(fusion):
+def chunked_prediction_case(fusion: str) -> tuple[LayoutExample, LayoutRanker]:
+    """A 40-config example with engineered rows and a small model that reads them (seeded); also the
+    GPU tests' case."""
     torch.manual_seed(0)
     example = make_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True,
                            engineered=True)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion, engineered_features=True,
                                                  configs_per_graph=6)).eval()
+    return example, model
+
+
+@pytest.mark.parametrize("fusion", ["early", "intermediate"])
+def test_chunked_prediction_with_engineered_rows_equals_one_pass(fusion):
+    example, model = chunked_prediction_case(fusion)
     one_pass = predict_layout(model, example, device=CPU)
     chunked = predict_layout(model, example, device=CPU, batch_nodes=1)
     assert np.isfinite(one_pass).all()

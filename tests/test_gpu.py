@@ -13,15 +13,13 @@ import numpy as np
 import pytest
 import torch
 from scipy.stats import kendalltau
-from test_gnn import FAST, LAYOUT, TILE, fit, layout_graph
+from test_gnn import FAST, LAYOUT, TILE, fit
+from test_gnn_engineered import chunked_prediction_case
 
 from competition.data.graphs import expected_from_data_dir, iter_split
 from competition.submission import validate_submission
 from solutions import accel
 from solutions.gnn import GNNRanker
-from solutions.gnn.data import make_example
-from solutions.gnn.model import LayoutRanker
-from solutions.gnn.settings import GNNConfig
 from solutions.gnn.train import predict_layout
 from solutions.method import FitOptions
 from solutions.run_checks import resolve_device
@@ -75,11 +73,7 @@ def test_gst_trains_on_the_gpu(tiny_competition):
 
 @pytest.mark.parametrize("fusion", ["early", "intermediate"])
 def test_chunked_prediction_on_the_gpu_equals_one_pass_and_the_cpu(fusion):
-    torch.manual_seed(0)
-    example = make_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True,
-                           engineered=True)
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion, engineered_features=True,
-                                                 configs_per_graph=6)).eval()
+    example, model = chunked_prediction_case(fusion)
     on_cpu = predict_layout(model, example, device=CPU)
     model.to(GPU)
     one_pass = predict_layout(model, example, device=GPU)
