@@ -45,14 +45,22 @@ from competition.data.protos.featurize import featurize_file
 from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
 from competition.data.tree import split_dir
 from competition.stats import intervals, layout_taus, tau_interval
+from solutions.run_checks import SolveError, parse_method_params
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
 METHODS = ("random", "heuristic", "gbdt", "gnn")
 # The gnn's defaults before issue 14 (early fusion, no cross-config attention, hinge loss, no
 # engineered config features): the within-graph check holds the current defaults to them.
 VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
+    # The defaults before issue 14, as they trained then: one step per graph and epoch, own search only.
     "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "loss": "hinge",
-                           "engineered_features": False}),
+                           "engineered_features": False, "min_epoch_steps": 1,
+                           "learn_from_random_search": False}),
+    # Before the default searches also learned from the random search (issue 25).
+    "gbdt-own-search": ("gbdt", {"learn_from_random_search": False}),
+    "gnn-own-search": ("gnn", {"learn_from_random_search": False}),
+    # Before an epoch took at least 8 steps (issue 25): one step per training graph.
+    "gnn-one-pass": ("gnn", {"min_epoch_steps": 1}),
     # The gnn without the graph-relative engineered config features (the default before issue 25).
     "gnn-no-engineered": ("gnn", {"engineered_features": False}),
     # Does pruning earn its place on real graphs? The gnn with every node kept.
@@ -359,14 +367,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     for text in args.variant:
         try:
             name, method, settings = text.split(":", 2)
-            params = {}
-            for pair in filter(None, settings.split(",")):
-                key, value = pair.split("=", 1)
-                params[key] = {"true": True, "false": False}.get(value.lower(), value)
+            texts = dict(pair.split("=", 1) for pair in filter(None, settings.split(",")))
         except ValueError:
             print(f"bench_real: --variant {text!r}: expected NAME:METHOD:KEY=VALUE,...", file=sys.stderr)
             return 2
-        VARIANTS[name] = (method, params)
+        try:  # each value read by the method's own schema, as `tpugraphs solve --param` reads it
+            VARIANTS[name] = (method, parse_method_params(method, texts))
+        except SolveError as exc:
+            print(f"bench_real: --variant {text!r}: {exc}", file=sys.stderr)
+            return 2
     unknown = [m for m in methods if m not in METHODS and m not in VARIANTS]
     if unknown:
         print(f"bench_real: unknown method(s) {', '.join(unknown)}", file=sys.stderr)

@@ -17,14 +17,16 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from competition.collections import Collection, Split
+from competition.collections import COLLECTION_BY_NAME, Collection, Split
 from competition.data.graphs import Graph, iter_split, list_split
 from competition.data.processed_cache import iter_cached_split
+from competition.data.tree import split_dir
 
 
 @dataclass(frozen=True)
 class SplitSource:
-    """One split of one collection of a data directory, iterable any number of times.
+    """One split of one collection of a data directory, iterable any number of times; with ``also``,
+    the same split of more collections read after it (``with_random_search``).
 
     Methods that cache (pruned graphs, compact configs, features) key their cache on ``paths``.
     """
@@ -32,13 +34,24 @@ class SplitSource:
     data_dir: Path
     collection: Collection
     split: Split
+    also: tuple[Collection, ...] = ()
+
+    def parts(self) -> list[SplitSource]:
+        """One source per collection read: ``collection`` first, then ``also``."""
+        return [SplitSource(self.data_dir, c, self.split) for c in (self.collection, *self.also)]
+
+    def entries(self) -> list[tuple[Collection, Path]]:
+        """Every file read, with the collection it belongs to (its row ID and cache folder)."""
+        return [(part.collection, path) for part in self.parts()
+                for path in list_split(self.data_dir, part.collection, self.split)]
 
     @property
     def paths(self) -> list[Path]:
-        return list_split(self.data_dir, self.collection, self.split)
+        return [path for _, path in self.entries()]
 
     def __iter__(self) -> Iterator[tuple[str, Graph]]:
-        return iter_split(self.data_dir, self.collection, self.split)
+        for part in self.parts():
+            yield from iter_split(self.data_dir, part.collection, self.split)
 
     def graphs(self, cache_dir: Path | None = None) -> Iterator[tuple[str, Graph]]:
         """``(row ID, graph)`` pairs of the split, one graph in memory at a time.
@@ -50,16 +63,37 @@ class SplitSource:
         (the largest tile file is a few MB).
         """
         if cache_dir is None or not self.collection.task.config_per_node:
-            yield from iter_split(self.data_dir, self.collection, self.split)
+            yield from self
             return
-        for cached in iter_cached_split(self.data_dir, self.collection, self.split, cache_dir):
-            try:
-                yield self.collection.row_id(cached.stem), cached.layout_view()
-            finally:
-                cached.close()  # the pages the consumer read leave resident memory before the next graph
+        for part in self.parts():
+            for cached in iter_cached_split(self.data_dir, part.collection, self.split, cache_dir):
+                try:
+                    yield part.collection.row_id(cached.stem), cached.layout_view()
+                finally:
+                    cached.close()  # the pages the consumer read leave resident memory before the next graph
 
     def __len__(self) -> int:
         return len(self.paths)
+
+
+def with_random_search(source: SplitSource) -> SplitSource:
+    """A default-search layout source plus the same split of its source's random search
+    (``layout:xla:default`` also reads ``layout:xla:random``), where the data has that folder.
+
+    The configs of a default search differ little (real runtimes within 2 % of each other), so its
+    graphs teach little about what makes a layout slow, and the random search of the same source shows
+    it on the same kind of programs and chip. Trained on both, gbdt and the gnn rank the real
+    default-search graphs better and the embedded competition's default searches no worse; the reverse
+    (a random search also reading the default search) ranked the real random-search graph worse
+    (BENCHMARKS.md, "Real data"). Any other source is returned as it is.
+    """
+    collection = source.collection
+    if collection.search != "default" or source.also:
+        return source
+    random = COLLECTION_BY_NAME[f"{collection.task_name}:{collection.source}:random"]
+    if not any(split_dir(source.data_dir, random, source.split).glob("*.npz")):
+        return source  # a partial download, or bench_real's within-graph trees: nothing to add
+    return SplitSource(source.data_dir, collection, source.split, also=(random,))
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zipfile
 
 import numpy as np
@@ -23,6 +24,7 @@ from competition.data.processed_cache import (
     iter_cached_split,
     open_cache,
 )
+from competition.data.tree import split_dir
 from competition.errors import DataFormatError
 
 
@@ -351,6 +353,33 @@ def test_split_source_reads_layout_graphs_through_the_cache(tiny_competition, tm
     tile = SplitSource(public, COLLECTION_BY_NAME["tile:xla"], "valid")
     assert all(isinstance(g, TileGraph) for _, g in tile.graphs(tmp_path / "cache"))  # tile: never cached
     assert not (tmp_path / "cache" / "tile").exists()
+
+
+def test_a_default_search_source_with_the_random_search_reads_both(tiny_competition, tmp_path):
+    from solutions.method import SplitSource, with_random_search
+
+    public = tiny_competition / "public"
+    default, random = COLLECTION_BY_NAME["layout:xla:default"], COLLECTION_BY_NAME["layout:xla:random"]
+    both = with_random_search(SplitSource(public, default, "train"))
+    assert both.collection == default and both.also == (random,)
+    own = list_split(public, default, "train")
+    other = list_split(public, random, "train")
+    assert both.paths == own + other and len(both) == len(own) + len(other)
+    # each graph keeps its own collection's row ID, so a program tuned by both searches stays two graphs
+    expected = [default.row_id(p.stem) for p in own] + [random.row_id(p.stem) for p in other]
+    assert [row for row, _ in both] == expected
+    assert [row for row, _ in both.graphs(tmp_path / "cache")] == expected
+    assert [c for c, _ in both.entries()] == [default] * len(own) + [random] * len(other)
+    assert (tmp_path / "cache" / "layout" / "xla" / "random").is_dir()  # each collection's own cache folder
+    # sources left as they are: a random search, tile, an already pooled source, no random search at hand
+    assert with_random_search(SplitSource(public, random, "train")).also == ()
+    tile = SplitSource(public, COLLECTION_BY_NAME["tile:xla"], "train")
+    assert with_random_search(tile) == tile
+    assert with_random_search(both) == both
+    partial = tmp_path / "partial"
+    shutil.copytree(public, partial)
+    shutil.rmtree(split_dir(partial, random, "train"))
+    assert with_random_search(SplitSource(partial, default, "train")).also == ()
 
 
 @needs_realdata(LAYOUT_PROTO)

@@ -765,3 +765,27 @@ def test_a_dataset_too_small_to_split_is_detected():
     few, many = rng.normal(size=(30, 3)), rng.normal(size=(200, 3))
     assert not has_splittable_feature(lgb.Dataset(few, label=np.zeros(30), params={"verbosity": -1}))
     assert has_splittable_feature(lgb.Dataset(many, label=np.zeros(200), params={"verbosity": -1}))
+
+
+@pytest.mark.parametrize("learn_from_random_search", [True, False])
+def test_a_default_search_learns_from_the_random_search_too_by_default(tiny_competition,
+                                                                        learn_from_random_search):
+    import solutions.gbdt.model as gbdt_model
+
+    public = tiny_competition / "public"
+    default, random = COLLECTION_BY_NAME["layout:xla:default"], COLLECTION_BY_NAME["layout:xla:random"]
+    read: list[str] = []
+    real_queries = gbdt_model.training_queries
+
+    def recording(graphs, *args, **kwargs):
+        def seen():
+            for row_id, graph in graphs:
+                read.append(row_id)
+                yield row_id, graph
+        return real_queries(seen(), *args, **kwargs)
+
+    with mock.patch.object(gbdt_model, "training_queries", recording):
+        _fit(public, default, learn_from_random_search=learn_from_random_search)
+    own = [default.row_id(p.stem) for p in split_dir(public, default, "train").glob("*.npz")]
+    other = [random.row_id(p.stem) for p in split_dir(public, random, "train").glob("*.npz")]
+    assert sorted(read) == sorted(own + other if learn_from_random_search else own)

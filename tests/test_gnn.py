@@ -4,6 +4,7 @@ competition."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -342,9 +343,40 @@ def test_training_stops_on_patience_and_keeps_the_best_weights():
 
 def test_without_validation_graphs_the_last_weights_are_kept():
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
-    result = train(model, hand_made_layout_examples(2), [], GNNConfig(layout_epochs=3),
+    result = train(model, hand_made_layout_examples(2), [], GNNConfig(layout_epochs=3, min_epoch_steps=1),
                    seed=0, device=torch.device("cpu"), progress=False)
     assert result.best_score is None and result.best_epoch == 3 and result.steps == 6
+
+
+@pytest.mark.parametrize("graphs, min_epoch_steps, steps_per_epoch", [
+    (2, 1, 2),   # one pass over the graphs
+    (2, 8, 8),   # few graphs: four passes within each epoch
+    (3, 8, 8),   # passes do not divide the steps: the last one is cut short
+    (9, 8, 9),   # more graphs than the minimum: one pass, as before
+    (1, 5, 5),   # one graph (one real graph's configs, bench_real's within protocol)
+])
+def test_an_epoch_takes_at_least_min_epoch_steps_passing_over_few_graphs_evenly(
+        monkeypatch, graphs, min_epoch_steps, steps_per_epoch):
+    from solutions.gnn import train as train_module
+
+    seen: list[str] = []
+    real_step = train_module._layout_step
+
+    def recording_step(model, example, *args):
+        seen.append(example.row_id)
+        return real_step(model, example, *args)
+
+    monkeypatch.setattr(train_module, "_layout_step", recording_step)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
+    epochs = 3
+    result = train(model, hand_made_layout_examples(graphs), [],
+                   GNNConfig(layout_epochs=epochs, min_epoch_steps=min_epoch_steps),
+                   seed=0, device=torch.device("cpu"), progress=False)
+    assert result.steps == len(seen) == epochs * steps_per_epoch
+    for epoch in range(epochs):
+        counts = Counter(seen[epoch * steps_per_epoch:(epoch + 1) * steps_per_epoch])
+        assert len(counts) == graphs  # every graph in every epoch
+        assert max(counts.values()) - min(counts.values()) <= 1  # as often as the others, give or take one
 
 
 def test_nothing_to_learn_is_an_error():
@@ -613,3 +645,17 @@ def test_pruning_names_are_documented():
     for spelling in pruning_names():
         assert spelling in commands.EPILOG, spelling
         assert f"`{spelling}`" in readme, spelling
+
+
+@pytest.mark.parametrize("learn_from_random_search", [True, False])
+def test_a_default_search_trains_on_the_random_search_too_by_default(tiny_competition,
+                                                                      learn_from_random_search):
+    from solutions.method import FitOptions, SplitSource
+
+    public = tiny_competition / "public"
+    default, random = COLLECTION_BY_NAME["layout:nlp:default"], COLLECTION_BY_NAME["layout:nlp:random"]
+    ranker = GNNRanker(**FAST, learn_from_random_search=learn_from_random_search)
+    ranker.fit(default, SplitSource(public, default, "train"), SplitSource(public, default, "valid"),
+               FitOptions(seed=0, progress=False))
+    own, other = (len(SplitSource(public, c, "train")) for c in (default, random))
+    assert ranker.result.train_graphs == (own + other if learn_from_random_search else own)

@@ -45,7 +45,7 @@ from solutions.gbdt.queries import (
     validation_queries,
 )
 from solutions.gbdt.settings import GBDTSettings
-from solutions.method import FitOptions, SavedModelError, SplitSource
+from solutions.method import FitOptions, SavedModelError, SplitSource, with_random_search
 from solutions.selection import CROSS_VALIDATION, cv_fold_of, informative_graphs, plan_selection
 from solutions.settings import SettingError, check_names
 
@@ -116,6 +116,8 @@ class GBDTRanker:
                                         collapse_tied_nodes=settings.collapse_tied_nodes,
                                         winner_features=settings.winner_features)
         rng = np.random.default_rng([int(options.seed) & 0xFFFFFFFF, 0x6BD7])
+        if settings.learn_from_random_search:
+            train = with_random_search(train)
         train_rows = training_queries(_progress(train, options, f"{collection.name} train features"),
                                       settings, self.features, rng, compress=options.compress)
         if not len(train_rows):

@@ -63,6 +63,10 @@ class GBDTSettings:
                                         "(features.layout_geometry.tied_groups)")
     winner_features: bool = setting(False, "layout: the 11th place's features "
                                     "(features.layout.WINNER_FEATURE_NAMES)")
+    # On by the real-data check, confirmed on the embedded competition's validation splits (docs/gbdt.md).
+    learn_from_random_search: bool = setting(True, "layout, default search: also learn from the random "
+                                             "search's train graphs of the same source "
+                                             "(solutions.method.with_random_search)")
 
     def __post_init__(self) -> None:
         check_settings(self)

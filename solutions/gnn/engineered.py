@@ -36,9 +36,10 @@ def engineered_layout_features(graph: LayoutGraph, configs: np.ndarray | None = 
 def sample_training_configs(num_configs: int, size: int) -> np.ndarray:
     """The fixed sample (sorted, the same every run) of ``size`` of a training graph's ``num_configs``
     kept configs. Training draws ``configs_per_graph`` x ``layout_epochs`` configs of a graph (1,440 at
-    the defaults), so a sample of a few thousand holds about what training would see anyway, and the
-    per-config work done before training (the engineered features: ~5 ms per config on a 2,250-node
-    graph) stays bounded on graphs of 100,000 configs. The same sample for every seed."""
+    the defaults; up to 8 times that in a split of fewer than ``min_epoch_steps`` graphs), so a sample of
+    a few thousand holds about what training would see anyway, and the per-config work done before
+    training (the engineered features: ~4 ms per config on a 2,250-node graph) stays bounded on graphs
+    of 100,000 configs. The same sample for every seed."""
     return np.sort(np.random.default_rng(0).choice(num_configs, size=size, replace=False))
 
 

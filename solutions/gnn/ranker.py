@@ -24,7 +24,7 @@ from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample
 from solutions.gnn.model import LayoutRanker, TileRanker
 from solutions.gnn.settings import GNNConfig
 from solutions.gnn.train import TrainResult, predict_layout, predict_tile, train
-from solutions.method import FitOptions, SavedModelError, SplitSource
+from solutions.method import FitOptions, SavedModelError, SplitSource, with_random_search
 from solutions.pruning import NO_PRUNING, GraphTransform, PruningNameError, parse_pruning
 from solutions.selection import CROSS_VALIDATION, SelectionPlan, cv_fold_of, min_configs, plan_selection
 from solutions.settings import SettingError, check_names
@@ -179,6 +179,8 @@ class GNNRanker:
         self.collection, self.compress = collection, options.compress
         self.device = resolve_device(options.device)
         world = distributed.current()
+        if self.config.learn_from_random_search:
+            train_split = with_random_search(train_split)
         with _torch_threads(self.config.num_threads), seeded(options.seed):
             train_examples = self._load(train_split, options, "train", world)
             valid_examples = self._load(valid, options, "valid", world)
@@ -385,14 +387,15 @@ def _shard(source: SplitSource, cache_dir: Path | None, world: distributed.World
     Only the shard's files are read, and only their caches built, so ranks sharing a cache folder
     never build the same cache at once.
     """
-    paths = source.paths
+    entries = source.entries()
     task = source.collection.task
-    for i in world.shard(len(paths)):
-        path, row_id = paths[i], source.collection.row_id(paths[i].stem)
+    for i in world.shard(len(entries)):
+        collection, path = entries[i]
+        row_id = collection.row_id(path.stem)
         if cache_dir is None or not task.config_per_node:
             yield row_id, load_graph(path, task.name)
             continue
-        cached = build_cache(path, split_cache_dir(cache_dir, source.collection, source.split) / path.stem)
+        cached = build_cache(path, split_cache_dir(cache_dir, collection, source.split) / path.stem)
         try:
             yield row_id, cached.layout_view()
         finally:

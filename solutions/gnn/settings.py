@@ -62,6 +62,9 @@ class GNNConfig:
                                "group's first node")
     engineered_features: bool = setting(True, "layout: also read each config's engineered layout features "
                                         "(the gbdt's) as z-scores within its graph (model.py)")
+    learn_from_random_search: bool = setting(True, "layout, default search: also train on the random "
+                                             "search's train graphs of the same source "
+                                             "(solutions.method.with_random_search; docs/gnn.md)")
     max_train_configs: int | None = setting(4096, "layout, with engineered_features: a training graph "
                                             "with more distinct configs keeps a fixed random sample of "
                                             "this many (none: all; data.py)", low=2)
@@ -76,6 +79,9 @@ class GNNConfig:
     layout_epochs: int = setting(45, "passes over the training graphs", low=1)
     tile_epochs: int = setting(20, "passes over the training kernels (tile:xla)", low=1)
     configs_per_graph: int = setting(32, "layout: configs sampled per step (one graph per step)", low=2)
+    min_epoch_steps: int = setting(8, "layout: fewest graph steps in an epoch (over all processes); a split "
+                                   "of fewer graphs is passed over again within the epoch (one real graph's "
+                                   "configs: train.py)", low=1)
     tile_graphs_per_step: int = setting(16, "tile: kernels per step", low=1)
     tile_configs_per_graph: int = setting(32, "tile: configs sampled per kernel per step", low=2)
     eval_every: int = setting(2, "epochs between validation scores", low=1)
