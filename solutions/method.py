@@ -36,6 +36,11 @@ class SplitSource:
     split: Split
     also: tuple[Collection, ...] = ()
 
+    @property
+    def collection_names(self) -> list[str]:
+        """The collections read, ``collection`` first (what a method's report says it trained on)."""
+        return [c.name for c in (self.collection, *self.also)]
+
     def parts(self) -> list[SplitSource]:
         """One source per collection read: ``collection`` first, then ``also``."""
         return [SplitSource(self.data_dir, c, self.split) for c in (self.collection, *self.also)]

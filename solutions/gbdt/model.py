@@ -97,6 +97,7 @@ class GBDTRanker:
         self.best_iteration: int | None = None
         self.history: dict[str, list[float]] = {}  # valid metric per boosting round
         self.selection: dict | None = None  # how the round was chosen (SelectionPlan.to_json, + cv figures)
+        self.trained_on: list[str] = []  # the collections whose train graphs the model learned from
 
     # ------------------------------------------------------------------------------------------
     # Training
@@ -118,6 +119,7 @@ class GBDTRanker:
         rng = np.random.default_rng([int(options.seed) & 0xFFFFFFFF, 0x6BD7])
         if settings.learn_from_random_search:
             train = with_random_search(train)
+        self.trained_on = train.collection_names
         train_rows = training_queries(_progress(train, options, f"{collection.name} train features"),
                                       settings, self.features, rng, compress=options.compress)
         if not len(train_rows):
@@ -214,8 +216,9 @@ class GBDTRanker:
         return best_round(mean_curve, settings.min_boost_round), len(curves)
 
     def summary(self) -> dict:
-        """Facts for the runner's report: the rounds kept and how they were chosen."""
-        return {"best_iteration": self.best_iteration, "selection": self.selection}
+        """Facts for the runner's report: the rounds kept, how they were chosen, what it learned from."""
+        return {"best_iteration": self.best_iteration, "selection": self.selection,
+                "trained_on": self.trained_on}
 
     # ------------------------------------------------------------------------------------------
     # Prediction

@@ -152,6 +152,7 @@ class GNNRanker:
         self.result: TrainResult | None = None
         self.pruning_summary: dict | None = None
         self.selection: dict | None = None  # how the epoch was chosen (SelectionPlan.to_json, + cv figures)
+        self.trained_on: list[str] = []  # the collections whose train graphs the model learned from
 
     @classmethod
     def settings_for(cls, collection_name: str, params: dict) -> GNNConfig:
@@ -181,6 +182,7 @@ class GNNRanker:
         world = distributed.current()
         if self.config.learn_from_random_search:
             train_split = with_random_search(train_split)
+        self.trained_on = train_split.collection_names
         with _torch_threads(self.config.num_threads), seeded(options.seed):
             train_examples = self._load(train_split, options, "train", world)
             valid_examples = self._load(valid, options, "valid", world)
@@ -327,7 +329,7 @@ class GNNRanker:
         """Facts for the runner's report: training outcome and pruning totals."""
         out: dict = {"prune": self.transform is not None, "pruning_name": self.config.pruning,
                      "compress": self.compress, "pruning": self.pruning_summary,
-                     "training": self.training_mode}
+                     "training": self.training_mode, "trained_on": self.trained_on}
         if self.result is not None:
             out.update(best_epoch=self.result.best_epoch, selection_score=self.result.best_score,
                        steps=self.result.steps, train_seconds=round(self.result.seconds, 3),
