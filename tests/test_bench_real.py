@@ -39,6 +39,31 @@ def test_unknown_method_is_a_usage_error(capsys):
     assert "unknown method(s) magic" in capsys.readouterr().err
 
 
+def test_variant_values_are_read_by_the_method_schema(monkeypatch, capsys):
+    monkeypatch.setattr(bench_real, "VARIANTS", dict(bench_real.VARIANTS))  # main registers variants
+    # numbers and booleans arrive typed (as `tpugraphs solve --param` reads them), so the method accepts them
+    argv = ["--variant", "quick:gbdt:num_boost_round=20,learn_from_random_search=false", "--methods", "magic",
+            "--no-protos", "--real", "/nonexistent"]
+    assert bench_real.main(argv) == 2  # stops at the unknown method, after reading the variant
+    method, params = bench_real.VARIANTS["quick"]
+    assert method == "gbdt" and params == {"num_boost_round": 20, "learn_from_random_search": False}
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(("variant", "message"), [
+    ("quick:gbdt:num_boost_round=many", "setting num_boost_round=many: not an integer"),
+    ("quick:gbdt:boost_rounds=20", "--method gbdt has no such setting"),
+    ("quick:gbdt", "expected NAME:METHOD:KEY=VALUE"),
+    ("quick:gbdt:num_boost_round", "expected NAME:METHOD:KEY=VALUE"),
+])
+def test_a_bad_variant_is_a_usage_error_naming_it(monkeypatch, capsys, variant, message):
+    monkeypatch.setattr(bench_real, "VARIANTS", dict(bench_real.VARIANTS))
+    argv = ["--variant", variant, "--methods", "quick", "--no-protos", "--real", "/nonexistent"]
+    assert bench_real.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--variant {variant!r}" in err and message in err
+
+
 def test_config_splits_are_disjoint_and_cover_every_config():
     rng = np.random.default_rng(0)
     train, valid, test = bench_real.split_configs(101, rng)
