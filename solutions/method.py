@@ -39,7 +39,7 @@ class SplitSource:
     @property
     def collection_names(self) -> list[str]:
         """The collections read, ``collection`` first (what a method's report says it trained on)."""
-        return [c.name for c in (self.collection, *self.also)]
+        return [part.collection.name for part in self.parts()]
 
     def parts(self) -> list[SplitSource]:
         """One source per collection read: ``collection`` first, then ``also``."""

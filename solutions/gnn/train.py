@@ -295,9 +295,10 @@ def train(
             order = rng.permutation(len(examples))
             if len(order) < most:  # this rank's shard is short: repeat some of its graphs
                 order = np.concatenate([order, rng.choice(len(examples), size=most - len(order))])
-            while not tile and len(order) < steps_per_epoch:  # few graphs: pass over them again
-                order = np.concatenate([order, rng.permutation(len(examples))])
-            order = order[: len(order) if tile else steps_per_epoch]
+            if not tile:  # few graphs: pass over them again, up to the epoch's steps
+                while len(order) < steps_per_epoch:
+                    order = np.concatenate([order, rng.permutation(len(examples))])
+                order = order[:steps_per_epoch]
             losses = []
             for start in range(0, len(order), per_step):
                 chosen = [int(i) for i in order[start : start + per_step]]
