@@ -8,6 +8,10 @@ protocols:
   graph, which it has never seen;
 - **within-graph**: each real graph's configs are split train / valid / test (several draws, seeded);
   the method is trained on the train part only (valid for its model selection) and ranks the test part.
+  A default-search graph whose program's random search is also at hand (the same file name in the
+  source's random-search folders) gets that random search whole beside its train part, as a program's
+  two searches sit in the same split of the release: what a default-search collection that also learns
+  from the random search (``learn_from_random_search``) sees when it trains on real data.
 
 Real graphs: every labelled npz of a Kaggle-layout tree (default ``../shared/realdata/kaggle``, which is
 not redistributed: the run says so and goes on without it) plus the two real protos the kit ships
@@ -56,9 +60,9 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "loss": "hinge",
                            "engineered_features": False, "min_epoch_steps": 1,
                            "learn_from_random_search": False}),
-    # Before the default searches also learned from the random search (issue 25).
-    "gbdt-own-search": ("gbdt", {"learn_from_random_search": False}),
-    "gnn-own-search": ("gnn", {"learn_from_random_search": False}),
+    # Default searches also learning from the random search (issue 25; on by default for a while).
+    "gbdt-both-searches": ("gbdt", {"learn_from_random_search": True}),
+    "gnn-both-searches": ("gnn", {"learn_from_random_search": True}),
     # Before an epoch took at least 8 steps (issue 25): one step per training graph.
     "gnn-one-pass": ("gnn", {"min_epoch_steps": 1}),
     # The gnn without the graph-relative engineered config features (the default before issue 25).
@@ -80,6 +84,8 @@ class RealGraph:
     graphs: list[Graph]  # one layout graph, or the tile kernels of one source
     source: str
     no_signal: str | None = None  # why the graph cannot be ranked, if it cannot
+    # A default-search layout graph: the random search of the same program, when it is at hand.
+    random_search: Graph | None = None
 
     @property
     def num_configs(self) -> int:
@@ -129,6 +135,7 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
         if kernels:
             found.append(RealGraph(f"tile:xla:kaggle ({len(kernels)} kernels)",
                                    COLLECTION_BY_NAME["tile:xla"], kernels, "kaggle"))
+        _pair_searches(found)
     elif kaggle_tree is not None:
         notes.append(f"no real Kaggle tree at {kaggle_tree} (it is not redistributed); "
                      "only the shipped protos")
@@ -141,6 +148,17 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
         found.append(RealGraph(f"tile:xla:proto ({len(kernels)} kernels)", COLLECTION_BY_NAME["tile:xla"],
                                kernels, "proto"))
     return found, notes
+
+
+def _pair_searches(found: list[RealGraph]) -> None:
+    """Give each default-search graph the random search of its program (same source, same file name)."""
+    random_by_program = {(g.collection.source, g.name.rsplit("/", 1)[1]): g for g in found
+                         if g.collection.task_name == "layout" and g.collection.search == "random"}
+    for g in found:
+        if g.collection.task_name == "layout" and g.collection.search == "default":
+            sibling = random_by_program.get((g.collection.source, g.name.rsplit("/", 1)[1]))
+            if sibling is not None:
+                g.random_search = sibling.graphs[0]
 
 
 # -- scoring ---------------------------------------------------------------------------------------
@@ -268,6 +286,9 @@ def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Grap
     if not tests:
         return None
     split_dir(root, real.collection, "valid").mkdir(parents=True, exist_ok=True)
+    if real.random_search is not None:  # its program's random search, whole, in the training split
+        random = COLLECTION_BY_NAME[f"{real.collection.task_name}:{real.collection.source}:random"]
+        save_graph(real.random_search, split_dir(root, random, "train") / "k0.npz", compressed=False)
     return root, tests
 
 
@@ -279,6 +300,9 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
         if real.collection.task.name == "layout" and real.num_configs < MIN_WITHIN_CONFIGS:
             say(f"  within {real.name}: skipped, {real.num_configs} configs (< {MIN_WITHIN_CONFIGS})")
             continue
+        if real.random_search is not None:
+            say(f"  within {real.name}: its program's random search "
+                f"({real.random_search.num_configs} configs) is in the training split too")
         trees = []
         work = Path(tempfile.mkdtemp(prefix="bench-real-"))
         try:

@@ -87,17 +87,18 @@ def with_random_search(source: SplitSource) -> SplitSource:
 
     The configs of a default search differ little (real runtimes within 2 % of each other), so its
     graphs teach little about what makes a layout slow, and the random search of the same source shows
-    it on the same kind of programs and chip. Trained on both, gbdt and the gnn rank the real
-    default-search graphs better and the embedded competition's default searches no worse; the reverse
-    (a random search also reading the default search) ranked the real random-search graph worse
-    (BENCHMARKS.md, "Real data"). Any other source is returned as it is.
+    it on the same kind of programs and chip. Trained on the embedded competition's two searches, gbdt
+    and the gnn rank the real default-search graphs better; with plenty of default-search data of their
+    own (the full-size competition, or a real graph's own configs) it is level or worse and doubles
+    the training, so the methods' ``learn_from_random_search`` is off by default (BENCHMARKS.md, "Real
+    data"). Any other source is returned as it is.
     """
     collection = source.collection
     if collection.search != "default" or source.also:
         return source
     random = COLLECTION_BY_NAME[f"{collection.task_name}:{collection.source}:random"]
     if not any(split_dir(source.data_dir, random, source.split).glob("*.npz")):
-        return source  # a partial download, or bench_real's within-graph trees: nothing to add
+        return source  # a partial download, or a tree of one search only: nothing to add
     return SplitSource(source.data_dir, collection, source.split, also=(random,))
 
 

@@ -119,7 +119,7 @@ class SolveReport:
         lines += [f"{c.collection}: {c.details['selection']['note']}."
                   for c in self.collections if _selection_is_notable(c.details)]
         lines += [f"{c.collection}: also trained on the train graphs of {', '.join(also)} "
-                  f"(--param learn_from_random_search=false: its own only)."
+                  f"(learn_from_random_search)."
                   for c in self.collections if (also := _also_trained_on(c))]
         if not self.complete:
             lines.append(self.partial_note())

@@ -115,3 +115,33 @@ def test_the_real_kaggle_tree_gives_its_labelled_graphs_and_leaves_out_the_ones_
     assert rnn.no_signal and "same settings" in rnn.no_signal
     assert not any("test/" in name for name in names)  # test graphs have hidden (zero) runtimes
     assert any("tile kernel" in note for note in notes)  # the 2-config kernel scores 1 whatever the ranking
+
+
+@needs_kaggle_tree
+def test_a_default_search_graph_is_paired_with_its_programs_random_search():
+    graphs, _ = bench_real.find_real_graphs(KAGGLE_TREE, protos=False)
+    names = {g.name: g for g in graphs}
+    default = names["layout:xla:default:valid/unet_3d.4x4.bf16"]
+    assert default.random_search is names["layout:xla:random:valid/unet_3d.4x4.bf16"].graphs[0]
+    assert names["layout:xla:default:train/unet3d"].random_search is None  # no random search at hand
+    assert names["layout:xla:random:valid/unet_3d.4x4.bf16"].random_search is None
+
+
+def test_the_within_tree_puts_the_programs_random_search_whole_beside_the_train_part(tmp_path):
+    from competition.collections import COLLECTION_BY_NAME
+    from solutions.method import SplitSource, with_random_search
+
+    rng = np.random.default_rng(0)
+    settings = rng.integers(-1, 3, size=(60, 1, 18)).astype(np.float32)
+    default = _layout_graph(np.full(18, -1), rng.integers(100, 200, size=60))
+    default.node_config_feat[:] = settings
+    sibling = _layout_graph(np.full(18, -1), rng.integers(100, 200, size=7))
+    collection = COLLECTION_BY_NAME["layout:xla:default"]
+    real = bench_real.RealGraph("layout:xla:default:valid/g", collection, [default], "kaggle",
+                                random_search=sibling)
+    root, tests = bench_real.within_tree(real, 0, tmp_path)
+    source = with_random_search(SplitSource(root, collection, "train"))
+    assert list(source.collection_names) == ["layout:xla:default", "layout:xla:random"]
+    counts = sorted(g.num_configs for _, g in source.graphs())
+    assert counts == [7, 36]  # the sibling whole, and the default search's train part (60 %)
+    assert sum(t.num_configs for t in tests) == 12

@@ -768,8 +768,8 @@ def test_a_dataset_too_small_to_split_is_detected():
 
 
 @pytest.mark.parametrize("learn_from_random_search", [True, False])
-def test_a_default_search_learns_from_the_random_search_too_by_default(tiny_competition,
-                                                                        learn_from_random_search):
+def test_a_default_search_learns_from_the_random_search_too_when_asked(tiny_competition,
+                                                                         learn_from_random_search):
     import solutions.gbdt.model as gbdt_model
 
     public = tiny_competition / "public"

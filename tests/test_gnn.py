@@ -648,8 +648,8 @@ def test_pruning_names_are_documented():
 
 
 @pytest.mark.parametrize("learn_from_random_search", [True, False])
-def test_a_default_search_trains_on_the_random_search_too_by_default(tiny_competition,
-                                                                      learn_from_random_search):
+def test_a_default_search_trains_on_the_random_search_too_when_asked(tiny_competition,
+                                                                       learn_from_random_search):
     from solutions.method import FitOptions, SplitSource
 
     public = tiny_competition / "public"

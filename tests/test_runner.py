@@ -331,25 +331,25 @@ def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, c
 
 
 @pytest.mark.parametrize("method", ["gbdt", "gnn"])
-@pytest.mark.parametrize("learn_from_random_search", ["true", "false"])
+@pytest.mark.parametrize("learn_from_random_search", [None, "true", "false"])  # None: the default (off)
 def test_the_report_says_when_a_default_search_also_trained_on_the_random_search(
         tiny_competition, tmp_path, capsys, method, learn_from_random_search):
     quick = (["--param", "num_boost_round=20", "--param", "min_boost_round=5"] if method == "gbdt"
              else ["--param", "layout_epochs=1", "--param", "hidden=16"])
+    setting = ([] if learn_from_random_search is None
+               else ["--param", f"learn_from_random_search={learn_from_random_search}"])
     report, out = tmp_path / "report.json", tmp_path / "s.csv"
     code, stdout, _ = run_cli(capsys, "--data", str(public(tiny_competition)), "--out", str(out),
                               "--quiet", "--method", method, "--collection", "layout:nlp:default",
-                              "--collection", "layout:nlp:random", *quick,
-                              "--param", f"learn_from_random_search={learn_from_random_search}",
-                              "--json", str(report))
+                              "--collection", "layout:nlp:random", *quick, *setting, "--json", str(report))
     assert code == 0
+    pooled = learn_from_random_search == "true"
     line = ("layout:nlp:default: also trained on the train graphs of layout:nlp:random "
-            "(--param learn_from_random_search=false: its own only).")
-    assert (line in stdout) == (learn_from_random_search == "true")
+            "(learn_from_random_search).")
+    assert (line in stdout) == pooled
     assert "layout:nlp:random: also trained" not in stdout  # a random search trains on its own graphs
     collections = json.loads(report.read_text())["collections"]
     trained_on = {c["collection"]: c["details"]["trained_on"] for c in collections}
-    pooled = learn_from_random_search == "true"
     assert trained_on == {"layout:nlp:default": ["layout:nlp:default"] + ["layout:nlp:random"] * pooled,
                           "layout:nlp:random": ["layout:nlp:random"]}
 

@@ -62,7 +62,9 @@ class GNNConfig:
                                "group's first node")
     engineered_features: bool = setting(True, "layout: also read each config's engineered layout features "
                                         "(the gbdt's) as z-scores within its graph (model.py)")
-    learn_from_random_search: bool = setting(True, "layout, default search: also train on the random "
+    # Off: it helps a model trained on the embedded competition rank real default searches, but costs
+    # within real graphs and at full size, at twice the training (docs/gnn.md).
+    learn_from_random_search: bool = setting(False, "layout, default search: also train on the random "
                                              "search's train graphs of the same source "
                                              "(solutions.method.with_random_search; docs/gnn.md)")
     max_train_configs: int | None = setting(4096, "layout, with engineered_features: a training graph "
