@@ -49,6 +49,7 @@ from competition.data.protos.featurize import featurize_file
 from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
 from competition.data.tree import split_dir
 from competition.stats import intervals, layout_taus, tau_interval
+from solutions.method import random_search_of
 from solutions.run_checks import SolveError, parse_method_params
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
@@ -152,11 +153,14 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
 
 def _pair_searches(found: list[RealGraph]) -> None:
     """Give each default-search graph the random search of its program (same source, same file name)."""
-    random_by_program = {(g.collection.source, g.name.rsplit("/", 1)[1]): g for g in found
-                         if g.collection.task_name == "layout" and g.collection.search == "random"}
-    for g in found:
-        if g.collection.task_name == "layout" and g.collection.search == "default":
-            sibling = random_by_program.get((g.collection.source, g.name.rsplit("/", 1)[1]))
+    def program(g: RealGraph) -> tuple[str, str]:  # (collection, file stem): names end in "/<stem>"
+        return g.collection.name, g.name.rsplit("/", 1)[1]
+
+    layouts = [g for g in found if g.collection.task_name == "layout"]  # tile groups name no file
+    by_program = {program(g): g for g in layouts}
+    for g in layouts:
+        if g.collection.search == "default":
+            sibling = by_program.get((random_search_of(g.collection).name, program(g)[1]))
             if sibling is not None:
                 g.random_search = sibling.graphs[0]
 
@@ -287,8 +291,8 @@ def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Grap
         return None
     split_dir(root, real.collection, "valid").mkdir(parents=True, exist_ok=True)
     if real.random_search is not None:  # its program's random search, whole, in the training split
-        random = COLLECTION_BY_NAME[f"{real.collection.task_name}:{real.collection.source}:random"]
-        save_graph(real.random_search, split_dir(root, random, "train") / "k0.npz", compressed=False)
+        save_graph(real.random_search, split_dir(root, random_search_of(real.collection), "train") / "k0.npz",
+                   compressed=False)
     return root, tests
 
 

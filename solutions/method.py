@@ -81,6 +81,12 @@ class SplitSource:
         return len(self.paths)
 
 
+def random_search_of(collection: Collection) -> Collection:
+    """The random-search layout collection of ``collection``'s source (``layout:xla:default`` ->
+    ``layout:xla:random``)."""
+    return COLLECTION_BY_NAME[f"{collection.task_name}:{collection.source}:random"]
+
+
 def with_random_search(source: SplitSource) -> SplitSource:
     """A default-search layout source plus the same split of its source's random search
     (``layout:xla:default`` also reads ``layout:xla:random``), where the data has that folder.
@@ -96,7 +102,7 @@ def with_random_search(source: SplitSource) -> SplitSource:
     collection = source.collection
     if collection.search != "default" or source.also:
         return source
-    random = COLLECTION_BY_NAME[f"{collection.task_name}:{collection.source}:random"]
+    random = random_search_of(collection)
     if not any(split_dir(source.data_dir, random, source.split).glob("*.npz")):
         return source  # a partial download, or a tree of one search only: nothing to add
     return SplitSource(source.data_dir, collection, source.split, also=(random,))
