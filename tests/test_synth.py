@@ -379,8 +379,12 @@ def test_default_search_is_narrow_and_random_search_is_wide(loaded, tiny_competi
     for coll, runtime, _, _ in _labelled(loaded, tiny_competition):
         spread[coll].append(runtime.max() / runtime.min())
     for source in ("xla", "nlp"):
-        assert np.mean(spread[f"layout:{source}:default"]) < 1.1
-        assert np.mean(spread[f"layout:{source}:random"]) > 1.5
+        default = np.mean(spread[f"layout:{source}:default"])
+        random = np.mean(spread[f"layout:{source}:random"])
+        # Real: default searches 1.016x; random searches from 1.024x (unet_3d) to 5.4x (alexnet). Version 4's
+        # random searches spread less than version 3's (operand settings are free), still far beyond defaults.
+        assert default < 1.1
+        assert random > 1.05 and random - 1 > 5 * (default - 1), (default, random)
 
 
 def test_layout_runtimes_have_realistic_magnitudes(loaded, tiny_competition):

@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from real_protos import LAYOUT_PROTO, TILE_PROTO, needs_realdata
+from real_protos import KAGGLE_TREE, LAYOUT_PROTO, TILE_PROTO, needs_kaggle_tree, needs_realdata
 
 from competition.cli import main
+from competition.data.synth.hlo_encoding import OPCODE_IDS
 from competition.data.synth.layout import layout_space, measure_layout_runs
 from competition.data.synth.models import build_program
 from competition.data.synth.names import layout_specs
-from competition.data.synth.stats import describe, layout_graph_stats, markdown
+from competition.data.synth.stats import AT_FASTEST, describe, layout_graph_stats, markdown
 
 
 def exit_code(argv: list[str]) -> int:
@@ -131,7 +132,7 @@ def test_streamed_stats_match_whole_array_references(tiny_competition):
         fast = layout_graph_stats(path, chunk_bytes=512)  # many small chunks
         with np.load(path) as npz:
             feat, runtime = npz["node_config_feat"].astype(np.int64), npz["config_runtime"]
-            edges, ops = npz["edge_index"], npz["node_opcode"]
+            edges, ops, npz_ids = npz["edge_index"], npz["node_opcode"], npz["node_config_ids"]
         c, nc, _ = feat.shape
         flat = feat.reshape(c, -1)
         assert fast["distinct configs"] == len(np.unique(flat, axis=0))
@@ -143,6 +144,14 @@ def test_streamed_stats_match_whole_array_references(tiny_competition):
         unset = [np.mean((feat[:, :, 6 * t:6 * t + 6] < 0).all(axis=2)) for t in range(3)]
         assert fast["unset tensors"] == pytest.approx(unset)
         assert fast["minus one"] == pytest.approx(np.mean(feat == -1))
+        assert fast["at the fastest"] == pytest.approx(np.mean(runtime <= runtime.min() * 1.0001))
+        mxu = np.isin(ops[npz_ids], [OPCODE_IDS["convolution"], OPCODE_IDS["dot"]])
+        reordered_only = 0
+        for j in np.flatnonzero(mxu):
+            for t in range(3):
+                named = {tuple(sorted(v[v >= 0])) for v in feat[:, j, 6 * t:6 * t + 6]} - {()}
+                reordered_only += len(named) == 1
+        assert fast["mxu tensors reordered only"] == reordered_only
         spread = []
         for row in np.unique(flat, axis=0):
             same = runtime[(flat == row).all(axis=1)]
@@ -163,6 +172,8 @@ def test_stats_of_the_tiny_competition_meet_the_real_structure(tiny_competition)
             assert figures["best normalised runtime"]["max"] <= 1.0
             continue
         assert figures["conv/dot tensors with a layout setting <= 2 slots"] == 1.0
+        # In every real graph at hand a conv/dot tensor keeps its two minor-most dimensions (version 4).
+        assert figures["conv/dot tensors whose settings only reorder the same dimensions"] == 1.0
         assert figures["distinct node columns / configurable nodes"]["median"] <= 0.8
         assert 0.6 <= figures["nodes with exactly one consumer"]["median"] <= 0.9
 
@@ -187,10 +198,24 @@ def test_stats_of_the_featurized_real_protos(tmp_path):
     assert (layout["whole tensor unset (output / input / kernel)"]
             == pytest.approx([0.08, 0.07, 0.14], abs=0.01))
     assert layout["runtime max/min"]["median"] == pytest.approx(1.016, abs=1e-3)
+    assert layout["conv/dot tensors whose settings only reorder the same dimensions"] == 1.0
+    assert layout[AT_FASTEST]["median"] == pytest.approx(91 / 112, abs=1e-3)  # runtimes on discrete levels
     assert tile["graphs"] == 15
     assert tile["kernels with best normalised runtime > 1"] == 0
     assert tile["default is the fastest"] == pytest.approx(11 / 15, abs=1e-3)
     assert "`layout:xla:default`" in markdown(stats)
+
+
+@needs_kaggle_tree
+def test_stats_of_the_real_kaggle_tree():
+    """What generator version 4 is grounded on: in every real layout graph at hand (labelled or test,
+    seven programs), conv/dot tensors only reorder their two minor-most dimensions; in the labelled ones
+    most configs tie the fastest runtime (discrete levels: a setting costs a fixed amount or nothing)."""
+    stats = describe(KAGGLE_TREE)
+    for name in ("layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"):
+        assert stats[name]["conv/dot tensors whose settings only reorder the same dimensions"] == 1.0
+    assert stats["layout:xla:default"][AT_FASTEST] == {"min": 0.42, "median": 0.632, "max": 0.844}
+    assert stats["layout:xla:random"][AT_FASTEST]["min"] == 0.32
 
 
 def test_stats_cli_prints_markdown_and_json(tiny_competition, capsys):

@@ -14,9 +14,13 @@ input (first operand) and, for convolutions and dots, its kernel (second operand
 - **Layout groups.** Configurable nodes of the same kind, ranks and compiled layout are tied into
   groups (neighbouring layers of a block) that always carry the same setting: their columns of
   ``node_config_feat`` are identical in every configuration, in both searches.
+- **Moves.** A convolution or dot tensor keeps its two compiled minor-most dimensions in every
+  setting and varies only their order (so at most 2 x 2 x 2 settings per node, with the odd tensor
+  left to the compiler); a reshape side takes one of a few whole orders. So it is in every released
+  graph at hand (generator version 4; docs/synthetic-data.md).
 - ``default`` search: the compiler's local search around the default. Each group's menu holds the
-  default and local moves of it (the two minor dimensions swapped, another second-minor dimension,
-  neighbouring dimensions swapped) that the search's estimate accepts on their own; a new
+  default and local moves of it (two neighbouring dimensions swapped) that the search's estimate
+  accepts on their own; a new
   configuration moves one to three groups of an accepted one and is kept when its estimate is within
   a small tolerance (0.5-2.5 %) of the default's. Runtimes end up within ~1-4 % of each other;
   configurations are re-measured often (10-30 % for xla, 40-90 % for nlp).
@@ -75,8 +79,8 @@ class LayoutSpace:
     slots: np.ndarray  # (nc, 3) int64 how many minor-most slots a setting fills (0: never set)
     group: np.ndarray  # (nc,) int64 layout group of each node
     leaders: np.ndarray  # (g,) int64 one node per group (whose ranks and layouts the group shares)
-    # The orders the tuner tries, per (rank, slots): a few per program, shared by every node, so
-    # neighbouring groups often (not always) agree.
+    # The whole orders the tuner tries, per (rank, slots), for tensors that set every slot: a few per
+    # program, shared by every node, so neighbouring groups often (not always) agree.
     orders: dict[tuple[int, int], np.ndarray]
     # How this program's runtime responds to layouts (drawn once, shared by its two searches).
     physics: layout_cost.LayoutPhysics = layout_cost.LayoutPhysics()
@@ -142,7 +146,9 @@ def layout_space(graph: HloGraph, rng: np.random.Generator) -> LayoutSpace:
     for j in range(nc):
         for t in range(3):
             rank, count = int(ranks[j, t]), int(slots[j, t])
-            if count and (rank, count) not in orders:
+            # Only whole orders (reshapes, rank <= 2 operands) have a table: a tensor that sets part of
+            # its order keeps its two compiled minor-most dimensions and varies their order alone.
+            if count and count == rank and (rank, count) not in orders:
                 tried = {tuple(int(d) for d in compiled[j, t, :count])}
                 for _ in range(int(rng.integers(2, 5))):
                     tried.add(tuple(int(d) for d in rng.permutation(rank)[:count]))
@@ -155,21 +161,28 @@ def layout_space(graph: HloGraph, rng: np.random.Generator) -> LayoutSpace:
                        layout_cost.draw_layout_physics(rng))
 
 
-def _random_tensor(rng: np.random.Generator, space: LayoutSpace, rank: int, slots: int) -> np.ndarray:
-    table = space.orders[(rank, slots)]
-    return table[int(rng.integers(len(table)))].copy()
+def _random_tensor(rng: np.random.Generator, space: LayoutSpace, leader: int, t: int) -> np.ndarray:
+    """A setting ``(6,)`` of tensor ``t`` of ``leader`` drawn at random: one of the program's whole orders,
+    or, for a tensor that sets its two minor-most slots, its two compiled minor-most dimensions in
+    either order (in every released graph such a tensor keeps the same two dimensions minor-most and
+    only their order varies)."""
+    rank, slots = int(space.ranks[leader, t]), int(space.slots[leader, t])
+    if slots == rank:
+        table = space.orders[(rank, slots)]
+        return table[int(rng.integers(len(table)))].copy()
+    out = np.full(SLOTS, -1, dtype=np.int8)
+    pair = space.compiled[leader, t, :slots]
+    out[:slots] = pair[::-1] if rng.random() < 0.5 else pair
+    return out
 
 
-def _local_tensor(rng: np.random.Generator, current: np.ndarray, rank: int, slots: int) -> np.ndarray:
-    """A small move of one tensor's setting: swap two neighbouring set slots, or bring in another
-    dimension."""
+def _local_tensor(rng: np.random.Generator, current: np.ndarray, slots: int) -> np.ndarray:
+    """A small move of one tensor's setting: two neighbouring set slots swapped (for a convolution or
+    dot tensor, which sets two slots, its one move)."""
     out = current.copy()
-    if slots >= 2 and (slots == rank or rng.random() < 0.6):
+    if slots >= 2:
         i = int(rng.integers(slots - 1))
         out[i], out[i + 1] = current[i + 1], current[i]
-    else:
-        others = [d for d in range(rank) if d not in current[:slots]]
-        out[int(rng.integers(slots))] = others[int(rng.integers(len(others)))] if others else out[0]
     return out
 
 
@@ -185,13 +198,12 @@ def _candidate(rng: np.random.Generator, space: LayoutSpace, leader: int, base: 
         changed += [t for t in settable if t not in changed and rng.random() < 0.5]
     for t in changed:
         cols = slice(t * SLOTS, (t + 1) * SLOTS)
-        rank, slots = int(space.ranks[leader, t]), int(space.slots[leader, t])
         if rng.random() < _LEFT_TO_COMPILER:
             out[cols] = -1
         elif local and base[cols][0] >= 0:
-            out[cols] = _local_tensor(rng, base[cols], rank, slots)
+            out[cols] = _local_tensor(rng, base[cols], int(space.slots[leader, t]))
         else:
-            out[cols] = _random_tensor(rng, space, rank, slots)
+            out[cols] = _random_tensor(rng, space, leader, t)
     return out
 
 

@@ -14,7 +14,8 @@ Statistics per layout collection (``min / median / max`` over graphs, or over no
 runtime spread, distinct configs and duplicate share, distinct settings per configurable node, how
 many configurable nodes have a column of their own (``distinct node columns / configurable nodes``:
 nodes whose ``(configs x 18)`` columns are identical count once, i.e. layout groups with tied
-settings), how many layout slots conv/dot tensors set, tensors that no config sets, share of -1,
+settings), how many layout slots conv/dot tensors set and whether their settings only reorder the same
+dimensions, configs tied with the fastest, tensors that no config sets, share of -1,
 nodes with exactly one consumer, runtime spread among duplicate configs, the opcode profile.
 Per tile collection: runtime spread, whether the default (the normaliser) is the fastest, the best
 normalised runtime per kernel (``min(runtime / normaliser)``), normaliser drift.
@@ -43,6 +44,10 @@ from competition.errors import DataFormatError
 
 #: A tile graph counts as "default is the fastest" when no config beats the normaliser by more than this.
 DEFAULT_BEST_TOLERANCE = 0.99
+#: A layout config counts as "at the fastest" within this relative margin of the graph's fastest runtime
+#: (real runtimes fall on discrete levels: most configs of a real default search tie its fastest).
+FASTEST_TOLERANCE = 1e-4
+AT_FASTEST = f"configs within {100 * FASTEST_TOLERANCE:g} % of the fastest"
 #: Bytes of ``node_config_feat`` held in memory at once.
 CHUNK_BYTES = 16 * 2**20
 #: Opcodes listed in "most frequent opcodes".
@@ -159,6 +164,11 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         settings: list[set[int]] = [set() for _ in range(nc)]
         slots = np.zeros((nc, 3), dtype=np.int64)  # most slots set in any config, per node and tensor
         unset = np.zeros(3, dtype=np.int64)  # (config, node) settings leaving the tensor wholly -1
+        # Which dimensions a tensor's setting names, in any order: the first seen per node and tensor,
+        # and whether another set of dimensions ever appears (a reorder only, or a new dimension).
+        dims_seen = np.zeros((nc, 3), dtype=np.uint64)
+        dims_known = np.zeros((nc, 3), dtype=bool)
+        dims_vary = np.zeros((nc, 3), dtype=bool)
         minus_one = values = 0
         start = 0
         for chunk in _config_chunks(archive, path, chunk_bytes):
@@ -169,7 +179,17 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
             column_hash += (setting * row_weights[:, None]).sum(axis=0)
             for j in range(nc):
                 settings[j].update(np.unique(setting[:, j]).tolist())
-            set_slots = (chunk.reshape(k, nc, 3, 6) >= 0).sum(axis=3)
+            tensors = chunk.reshape(k, nc, 3, 6)
+            set_slots = (tensors >= 0).sum(axis=3)
+            if k:
+                ordered = np.sort(tensors, axis=3).astype(np.uint64) + np.uint64(2)
+                dims = (ordered * _VALUE_WEIGHTS[:6]).sum(axis=3)
+                is_set = set_slots > 0
+                first = np.argmax(is_set, axis=0)  # (nc, 3): the chunk's first config setting the tensor
+                new = ~dims_known & is_set.any(axis=0)
+                dims_seen[new] = np.take_along_axis(dims, first[None], axis=0)[0][new]
+                dims_known |= new
+                dims_vary |= (is_set & (dims != dims_seen[None])).any(axis=0)
             slots = np.maximum(slots, set_slots.max(axis=0)) if k else slots
             unset += (set_slots == 0).sum(axis=(0, 1))
             minus_one += int((chunk == -1).sum())
@@ -200,6 +220,7 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         "mxu tensors with a layout": int(mxu_slots.size),
         "mxu tensors with at most 2 slots": int((mxu_slots <= 2).sum()),
         "mxu slots set": Counter(int(s) for s in mxu_slots),
+        "mxu tensors reordered only": int((dims_known & ~dims_vary)[mxu].sum()),
         "unset tensors": (unset / max(start * nc, 1)).tolist(),
         "minus one": minus_one / values if values else 1.0,
         "labelled": labelled,
@@ -207,7 +228,9 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
     }
     if labelled:
         spread, exact = _duplicate_groups(config_hash, runtime)
-        out.update({"runtime min": int(runtime.min()), "runtime max": int(runtime.max()),
+        fastest = runtime.min()
+        out.update({"runtime min": int(fastest), "runtime max": int(runtime.max()),
+                    "at the fastest": float(np.mean(runtime <= fastest * (1 + FASTEST_TOLERANCE))),
                     "duplicate spread": spread, "exact duplicate groups": exact})
     return out
 
@@ -234,6 +257,7 @@ def _describe_layout(files: list[tuple[str, Path]], labels, chunk_bytes: int) ->
         "configurable share of nodes": _q([g["configurable"] / g["nodes"] for g in graphs]),
         "configurable opcodes": dict(kinds.most_common()),
         "runtime max/min": _q([g["runtime max"] / max(g["runtime min"], 1) for g in labelled]),
+        AT_FASTEST: _q([g["at the fastest"] for g in labelled]),
         "runtime range ns": [min(g["runtime min"] for g in labelled),
                              max(g["runtime max"] for g in labelled)] if labelled else [],
         "distinct configs / configs": _q(
@@ -244,6 +268,8 @@ def _describe_layout(files: list[tuple[str, Path]], labels, chunk_bytes: int) ->
             [g["distinct columns"] / g["configurable"] for g in graphs if g["configurable"]]),
         "conv/dot tensors with a layout setting <= 2 slots": _share(
             sum(g["mxu tensors with at most 2 slots"] for g in graphs), with_mxu),
+        "conv/dot tensors whose settings only reorder the same dimensions": _share(
+            sum(g["mxu tensors reordered only"] for g in graphs), with_mxu),
         "conv/dot layout slots set": {str(k): _share(v, with_mxu) for k, v in sorted(slots.items())},
         "whole tensor unset (output / input / kernel)": [None if u is None else round(float(u), 3)
                                                          for u in unset],

@@ -23,8 +23,10 @@ Layout (a whole program, one layout per configurable node per config)
       the row-major order is preferred beyond its padding. The draws make a node's own (8, 128)
       padding the main cause of a slow config and agreement with neighbours a smaller, program-
       dependent one, as in the real graphs (docs/synthetic-data.md, "What real runtimes teach");
-    - each configurable node's own time depends on how well its output, input and kernel layouts fit
-      the (8, 128) tiles; a reshape is a bitcast when both layouts are row-major, a copy otherwise;
+    - each configurable node's own time depends on how well its layouts fit the (8, 128) tiles; a
+      convolution or dot reads its operands in whatever layout they arrive in, so only its output's
+      setting counts (version 4, as in the real graphs with runtimes); a reshape is a bitcast when
+      both its layouts are row-major, a copy otherwise;
     - neighbours agree or pay: a configurable node's configured input/kernel is compared with the
       output of the configurable node that produces it (followed back through layout-following
       elementwise ops), and a tensor read by several configurable nodes is compared across its

@@ -147,6 +147,7 @@ class LayoutCostTables:
     mxu: np.ndarray  # (nc,) matrix-unit work (conv/dot), 0 for reshapes
     row_major: np.ndarray  # (3, nc, 6) canonical default layout of each tensor
     compiled: np.ndarray  # (3, nc, 6) compiled layout of each tensor (not canonical), for unset slots
+    operands_compiled: np.ndarray  # (2, nc, 6) canonical compiled layout of each input and kernel
     # Copy checks: a conversion is paid when the two layouts compared differ physically.
     fixed_out: tuple[np.ndarray, np.ndarray, np.ndarray]  # (node j, compiled layout (k, 6), cost (k,))
     fixed_in: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (node j, slot, producer layout, cost)
@@ -304,6 +305,7 @@ def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float,
         mxu=mxu,
         row_major=np.stack([_row_major(shapes[t], ranks[t]) for t in range(3)]),
         compiled=compiled,
+        operands_compiled=np.stack([canonical_layouts(compiled[t], shapes[t]) for t in (1, 2)]),
         fixed_out=_columns(fixed_out, "ilf"),
         fixed_in=_columns(fixed_in, "iilf"),
         linked=_columns(linked, "iiif"),
@@ -343,6 +345,11 @@ def _layout_runtime(tables: LayoutCostTables, node_config_feat: np.ndarray) -> n
         return total * tables.steps
     canon = np.stack([canonical_layouts(complete_layouts(cfg[:, :, 6 * t: 6 * t + 6], tables.compiled[t]),
                                         tables.shapes[t]) for t in range(3)])
+    # A convolution or dot reads its operands in the layout they arrive in: the input and kernel
+    # settings of such a node change nothing, only its output's does (version 4: in the real graphs
+    # with runtimes, swapping an operand's two minor dimensions never changed a runtime; swapping an
+    # output's often did).
+    canon[1:, :, tables.mxu > 0] = tables.operands_compiled[:, None, tables.mxu > 0]
     penalty = np.stack([layout_penalty(tables.shapes[t], canon[t], tables.row_major[t], tables.physics)
                         for t in range(3)])  # (3, c, nc)
     physics = tables.physics
