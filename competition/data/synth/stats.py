@@ -164,11 +164,10 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         settings: list[set[int]] = [set() for _ in range(nc)]
         slots = np.zeros((nc, 3), dtype=np.int64)  # most slots set in any config, per node and tensor
         unset = np.zeros(3, dtype=np.int64)  # (config, node) settings leaving the tensor wholly -1
-        # Which dimensions a tensor's setting names, in any order: the first seen per node and tensor,
-        # and whether another set of dimensions ever appears (a reorder only, or a new dimension).
-        dims_seen = np.zeros((nc, 3), dtype=np.uint64)
-        dims_known = np.zeros((nc, 3), dtype=bool)
-        dims_vary = np.zeros((nc, 3), dtype=bool)
+        # Which dimensions a tensor's setting names, in any order, hashed: the lowest and highest hash
+        # over the configs that set it. Equal: every setting reorders the same dimensions.
+        dims_low = np.full((nc, 3), np.iinfo(np.uint64).max, dtype=np.uint64)
+        dims_high = np.zeros((nc, 3), dtype=np.uint64)
         minus_one = values = 0
         start = 0
         for chunk in _config_chunks(archive, path, chunk_bytes):
@@ -183,13 +182,10 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
             set_slots = (tensors >= 0).sum(axis=3)
             if k:
                 ordered = np.sort(tensors, axis=3).astype(np.uint64) + np.uint64(2)
-                dims = (ordered * _VALUE_WEIGHTS[:6]).sum(axis=3)
+                dims = (ordered * _VALUE_WEIGHTS[:6]).sum(axis=3)  # (k, nc, 3)
                 is_set = set_slots > 0
-                first = np.argmax(is_set, axis=0)  # (nc, 3): the chunk's first config setting the tensor
-                new = ~dims_known & is_set.any(axis=0)
-                dims_seen[new] = np.take_along_axis(dims, first[None], axis=0)[0][new]
-                dims_known |= new
-                dims_vary |= (is_set & (dims != dims_seen[None])).any(axis=0)
+                dims_low = np.minimum(dims_low, np.where(is_set, dims, dims_low).min(axis=0))
+                dims_high = np.maximum(dims_high, np.where(is_set, dims, dims_high).max(axis=0))
             slots = np.maximum(slots, set_slots.max(axis=0)) if k else slots
             unset += (set_slots == 0).sum(axis=(0, 1))
             minus_one += int((chunk == -1).sum())
@@ -220,7 +216,7 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         "mxu tensors with a layout": int(mxu_slots.size),
         "mxu tensors with at most 2 slots": int((mxu_slots <= 2).sum()),
         "mxu slots set": Counter(int(s) for s in mxu_slots),
-        "mxu tensors reordered only": int((dims_known & ~dims_vary)[mxu].sum()),
+        "mxu tensors reordered only": int(((slots > 0) & (dims_low == dims_high))[mxu].sum()),
         "unset tensors": (unset / max(start * nc, 1)).tolist(),
         "minus one": minus_one / values if values else 1.0,
         "labelled": labelled,
