@@ -472,27 +472,26 @@ def test_the_signal_is_learnable_on_small_like_graphs():
             rhos.append(spearmanr(n_tiles, y).statistic)
     assert np.mean(rhos) > 0.3, rhos
 
-    # Layout random search: how many pairs of neighbouring configurable nodes (a producer and the
-    # consumer its output reaches through elementwise ops) disagree on the minor-most dimensions.
-    from competition.data.synth.cost_model.layout_cost import layout_source
-
+    # Layout random search: the (8, 128) padding of the configured outputs in their chosen layouts (a
+    # setting costs through the tensor it sets, version 5), elements times the padding factor.
     rhos = []
     for source in ("xla", "nlp"):
         for i, spec in enumerate(layout_specs(np.random.default_rng(8), source, 6)):
             rng = np.random.default_rng([8, i])
             graph = build_program(spec, rng, 300)
             runs = measure_layout_runs(graph, rng, search="random", source=source, n_configs=150)
-            index = {int(n): j for j, n in enumerate(runs.node_config_ids)}
-            feat = runs.node_config_feat
-            disagree = np.zeros(len(feat))
-            for node, q in index.items():
-                producer, _ = layout_source(graph, graph.operands[node][0], index)
-                if producer >= 0:
-                    p = index[producer]
-                    both = (feat[:, p, 0] >= 0) & (feat[:, q, 6] >= 0)
-                    disagree += both & np.any(feat[:, p, 0:2] != feat[:, q, 6:8], axis=1)
-            if np.std(disagree) > 0:
-                rhos.append(spearmanr(disagree, runs.config_runtime).statistic)
+            feat = runs.node_config_feat.astype(np.int64)
+            padded = np.zeros(len(feat))
+            for j, node in enumerate(runs.node_config_ids):
+                shape = np.asarray(graph.shapes[node], dtype=np.float64)
+                minor, second = feat[:, j, 0], feat[:, j, 1]
+                chosen = (minor >= 0) & (second >= 0)
+                lane = np.maximum(shape[np.clip(minor, 0, 5)], 1)
+                sub = np.maximum(shape[np.clip(second, 0, 5)], 1)
+                waste = np.ceil(lane / 128) * 128 / lane * np.ceil(sub / 8) * 8 / sub
+                padded += np.where(chosen, waste * np.prod(shape[shape > 0]), 0.0)
+            if np.std(padded) > 0:
+                rhos.append(spearmanr(padded, runs.config_runtime).statistic)
     assert len(rhos) >= 6 and np.mean(rhos) > 0.2, rhos
 
 

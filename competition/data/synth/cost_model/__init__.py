@@ -19,21 +19,17 @@ Layout (a whole program, one layout per configurable node per config)
     - a setting that fixes only the minor-most slots is completed with the other dimensions in their
       compiled order (all -1: the compiled layout);
     - each program draws its own layout physics (``LayoutPhysics``, version 3): how much a node's own
-      layouts cost, what a copy between neighbours costs, how steeply padding slows a node, whether
-      the row-major order is preferred beyond its padding. The draws make a node's own (8, 128)
-      padding the main cause of a slow config and agreement with neighbours a smaller, program-
-      dependent one, as in the real graphs (docs/synthetic-data.md, "What real runtimes teach");
+      layouts cost, how steeply padding slows a node, whether the row-major order is preferred beyond
+      its padding, what a reshape that is not a bitcast costs;
     - each configurable node's own time depends on how well its layouts fit the (8, 128) tiles; a
       convolution or dot reads its operands in whatever layout they arrive in, so only its output's
       setting counts (version 4, as in the real graphs with runtimes); a reshape is a bitcast when
       both its layouts are row-major, a copy otherwise;
-    - neighbours agree or pay: a configurable node's configured input/kernel is compared with the
-      output of the configurable node that produces it (followed back through layout-following
-      elementwise ops), and a tensor read by several configurable nodes is compared across its
-      readers; a disagreement costs a layout copy and part of the fusion (the consumer slows down);
-    - layouts are pinned only at interfaces (parameters, loop state, tuples, transposes, gathers,
-      other dots and convolutions): a configured layout differing from a pinned neighbour is a copy,
-      cheap because XLA's layout assignment usually adapts the neighbour instead;
+    - a setting costs through the tensor it sets and nothing else: neighbours whose layouts disagree
+      pay no copy (version 5; versions 2-4 charged one, and a broken fusion). In the real graphs with
+      runtimes an additive model of the tensor settings fits the runtimes exactly, and a rule that
+      charges a disagreement ranks every one of them worse than without that charge
+      (docs/synthetic-data.md, "Version 5");
     - the fixed cost of every other node of the program (flops and bytes from the shapes).
 Both: int64 nanoseconds, times a multiplicative log-normal measurement noise.
 """

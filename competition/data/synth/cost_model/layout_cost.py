@@ -20,14 +20,9 @@ from competition.data.synth.cost_model.chip import (
 )
 from competition.data.synth.graphs import HloGraph
 
-# Layout, generator version 2's single model (``LayoutPhysics()``; version 3 draws these per program):
-# how much a node's own layouts slow it (a share of the full padding/order penalty), and what a
-# disagreement between neighbours costs. A layout copy is a standalone transpose kernel (strided
-# reads: several times a plain copy), and the consumer can no longer fuse the ops between it and its
-# producer, so it slows down as well.
+# Layout, generator version 2's single model (``LayoutPhysics()``; version 3 draws it per program): how
+# much a node's own layouts slow it (a share of the full padding/order penalty).
 NODE_LAYOUT_WEIGHT = 0.05
-COPY_FACTOR = 4.0
-UNFUSED_SLOWDOWN = 3.0  # extra share of a node's time per operand that arrives through a copy
 
 
 @dataclass(frozen=True)
@@ -35,17 +30,14 @@ class LayoutPhysics:
     """How one program's runtime responds to layouts: drawn once per program (generator version 3).
 
     Real programs differ in what their layouts cost (docs/synthetic-data.md, "What real runtimes
-    teach"): in the real graphs at hand the (8, 128) padding of a node's own tensors ranks configs
-    far better than agreement with its neighbours, and agreement with the compiled layout of a
-    pinned neighbour even goes the other way in one program. Each program therefore draws its own
-    weights, so that a model trained on many programs learns what holds across them rather than one
-    program's constants. The defaults are version 2's single cost model.
+    teach"): each program draws its own weights, so that a model trained on many programs learns what
+    holds across them rather than one program's constants. The defaults are version 2's single model.
+    Version 5 dropped the copies that versions 2-4 charged between neighbours whose layouts disagree
+    (and the fusion such a copy broke): in the real graphs with runtimes, a setting costs through the
+    tensor it sets and nothing else (docs/synthetic-data.md, "Version 5").
     """
 
     node_layout_weight: float = NODE_LAYOUT_WEIGHT  # share paid of the own-layout (padding, order) penalty
-    copy_factor: float = COPY_FACTOR  # a layout copy between configurable neighbours, in plain copies
-    pinned_copy_factor: float = COPY_FACTOR  # a copy to or from a pinned (non-configurable) neighbour
-    unfused_slowdown: float = UNFUSED_SLOWDOWN  # extra share of a node's time per operand arriving by copy
     # What a minor (second-minor) dimension other than the row-major one costs beyond its padding.
     minor_order_penalty: float = 1.0
     second_order_penalty: float = 0.25
@@ -54,16 +46,13 @@ class LayoutPhysics:
 
 
 def draw_layout_physics(rng: np.random.Generator) -> LayoutPhysics:
-    """One program's layout physics (version 3): own-layout terms dominate, copies vary by program.
+    """One program's layout physics: version 3's ranges for the terms version 5 kept.
 
     The ranges were chosen by the real-data check (``make bench-real``, transfer protocol), never by
     the embedded competition's own test scores; BENCHMARKS.md, "Real data", has the figures.
     """
     return LayoutPhysics(
         node_layout_weight=float(np.exp(rng.uniform(np.log(0.5), np.log(1.0)))),
-        copy_factor=float(np.exp(rng.uniform(np.log(0.05), np.log(0.5)))),
-        pinned_copy_factor=float(np.exp(rng.uniform(np.log(0.02), np.log(0.3)))),
-        unfused_slowdown=float(rng.uniform(0.0, 0.5)),
         minor_order_penalty=float(rng.uniform(0.0, 0.3)),
         second_order_penalty=float(rng.uniform(0.0, 0.1)),
         padding_exponent=float(rng.uniform(0.75, 1.25)),
@@ -135,8 +124,7 @@ def layout_penalty(shapes: np.ndarray, canonical: np.ndarray, preferred: np.ndar
 class LayoutCostTables:
     """Per-graph quantities of the layout cost model, computed once and reused for every config.
 
-    Shapes: ``nc`` configurable nodes; ``k`` copy checks of each kind. Layouts stored here are
-    canonical (see ``canonical_layouts``).
+    Shapes: ``nc`` configurable nodes. Layouts stored here are canonical (see ``canonical_layouts``).
     """
 
     base_ns: float  # time of every non-configurable node
@@ -148,17 +136,7 @@ class LayoutCostTables:
     row_major: np.ndarray  # (3, nc, 6) canonical default layout of each tensor
     compiled: np.ndarray  # (3, nc, 6) compiled layout of each tensor (not canonical), for unset slots
     operands_compiled: np.ndarray  # (2, nc, 6) canonical compiled layout of each input and kernel
-    # Copy checks: a conversion is paid when the two layouts compared differ physically.
-    fixed_out: tuple[np.ndarray, np.ndarray, np.ndarray]  # (node j, compiled layout (k, 6), cost (k,))
-    fixed_in: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (node j, slot, producer layout, cost)
-    linked: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (producer j, consumer j, slot, cost)
-    # (j, slot, other j, slot, cost)
-    shared: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-    physics: LayoutPhysics = LayoutPhysics()  # the program's weights; copy costs above are at COPY_FACTOR
-
-
-def _copy_cost(nbytes: float) -> float:
-    return COPY_FACTOR * 3.0 * nbytes / HBM_BYTES_PER_NS + COPY_OVERHEAD_NS
+    physics: LayoutPhysics = LayoutPhysics()  # the program's weights
 
 
 def _node_time(flops: float, nbytes: float, mxu: bool) -> float:
@@ -173,43 +151,6 @@ def _slots(graph: HloGraph, node: int) -> list[int]:
     """The operands whose layout a configuration sets: input, and kernel for convolutions and dots."""
     return graph.operands[node][: 2 if graph.instrs[node].opcode in ("convolution", "dot") else 1]
 
-
-# Ops that keep their first operand's layout (layout assignment propagates through them): a layout
-# chosen at one configurable node reaches the next one through them, so the two must agree or a
-# copy is paid. The chain is followed through the operand of the same shape.
-_LAYOUT_FOLLOWING = {
-    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "select", "clamp", "convert",
-    "exponential", "log", "tanh", "logistic", "rsqrt", "sqrt", "negate", "abs", "sine", "cosine",
-    "exponential-minus-one", "log-plus-one", "erf", "all-reduce", "copy",
-}
-_CHAIN_STEPS = 12
-
-
-# Ops whose layout is pinned by something other than the configuration: program inputs and loop
-# state (their layout is part of the program's interface), and ops whose result layout the compiler
-# already chose for another reason. A configured layout that differs from theirs needs a copy.
-# Elsewhere (broadcasts, reductions, iota, constants, ...) the compiler simply produces or reads the
-# configured layout: no copy.
-_PINNED = {"parameter", "get-tuple-element", "tuple", "while", "infeed", "gather", "scatter", "transpose",
-           "concatenate", "slice", "dynamic-slice", "dynamic-update-slice", "pad", "reverse", "all-reduce",
-           "select-and-scatter", "reduce-window", "dot", "convolution", "reshape"}
-
-
-def layout_source(graph: HloGraph, tensor: int, configurable: dict[int, int]) -> tuple[int, int]:
-    """``(configurable node, -1)`` whose output reaches ``tensor`` through layout-following ops, or
-    ``(-1, the op where the chain ends)``."""
-    node = int(tensor)
-    shape = graph.instrs[node].shape
-    for _ in range(_CHAIN_STEPS):
-        if node in configurable:
-            return node, -1
-        instr = graph.instrs[node]
-        same = [o for o in graph.operands[node]
-                if graph.instrs[o].shape == shape and graph.instrs[o].dtype != "pred"]
-        if instr.opcode not in _LAYOUT_FOLLOWING or not same:
-            return -1, node
-        node = same[0]
-    return -1, node
 
 
 def complete_layouts(settings: np.ndarray, compiled: np.ndarray) -> np.ndarray:
@@ -229,17 +170,6 @@ def complete_layouts(settings: np.ndarray, compiled: np.ndarray) -> np.ndarray:
     out[(*rows[:-1], position[rows])] = compiled[rows]
     return out
 
-
-def _columns(rows: list[tuple], kinds: str) -> tuple[np.ndarray, ...]:
-    """The columns of ``rows`` as arrays; per column ``i`` int64, ``l`` layout ``(k, 6)``, ``f`` float64."""
-    out = []
-    for i, kind in enumerate(kinds):
-        values = [row[i] for row in rows]
-        if kind == "l":
-            out.append(np.array(values, dtype=np.int64).reshape(-1, 6))
-        else:
-            out.append(np.array(values, dtype=np.int64 if kind == "i" else np.float64))
-    return tuple(out)
 
 
 def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float,
@@ -267,34 +197,6 @@ def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float,
         if i not in index
         and graph.instrs[i].opcode not in ("parameter", "constant", "get-tuple-element", "tuple")
     )
-    # Copy checks along the edges that touch configurable nodes.
-    fixed_out: list[tuple[int, np.ndarray, float]] = []
-    fixed_in: list[tuple[int, int, np.ndarray, float]] = []
-    linked: list[tuple[int, int, int, float]] = []
-    consumers = graph.consumers()
-    readers: dict[int, list[tuple[int, int]]] = {}  # tensor -> configurable nodes reading it (j, slot)
-    for j, node in enumerate(int(n) for n in config_ids):
-        for slot, producer in enumerate(_slots(graph, node), start=1):
-            readers.setdefault(producer, []).append((j, slot))
-    # A tensor read by several configurable nodes is stored once: readers that want another layout
-    # than the previous reader pay a copy (forward and backward convolutions share weights and inputs).
-    shared = [(a[0], a[1], b[0], b[1], _copy_cost(graph.instrs[tensor].nbytes))
-              for tensor, users in readers.items() for a, b in zip(users, users[1:], strict=False)]
-    for j, node in enumerate(int(n) for n in config_ids):
-        # Producers of the configured operands: the node expects its configured input/kernel layout.
-        for slot, producer in enumerate(_slots(graph, node), start=1):
-            cost = _copy_cost(graph.instrs[producer].nbytes)
-            source, end = layout_source(graph, producer, index)
-            if source >= 0:
-                linked.append((index[source], j, slot, cost))
-            elif graph.instrs[end].opcode in _PINNED:
-                layout = canonical_layouts(graph.layouts[producer][None], shapes[slot, j][None])[0]
-                fixed_in.append((j, slot, layout, cost))
-        # Consumers that do not configure this output as one of their operands expect the compiled layout.
-        if any(not (user in index and node in _slots(graph, user)) and graph.instrs[user].opcode in _PINNED
-               for user in consumers[node]):
-            layout = canonical_layouts(graph.layouts[node][None], shapes[0, j][None])[0]
-            fixed_out.append((j, layout, _copy_cost(graph.instrs[node].nbytes)))
 
     return LayoutCostTables(
         base_ns=float(base),
@@ -306,10 +208,6 @@ def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float,
         row_major=np.stack([_row_major(shapes[t], ranks[t]) for t in range(3)]),
         compiled=compiled,
         operands_compiled=np.stack([canonical_layouts(compiled[t], shapes[t]) for t in (1, 2)]),
-        fixed_out=_columns(fixed_out, "ilf"),
-        fixed_in=_columns(fixed_in, "iilf"),
-        linked=_columns(linked, "iiif"),
-        shared=_columns(shared, "iiiif"),
         physics=physics or LayoutPhysics(),
     )
 
@@ -354,8 +252,6 @@ def _layout_runtime(tables: LayoutCostTables, node_config_feat: np.ndarray) -> n
                         for t in range(3)])  # (3, c, nc)
     physics = tables.physics
     penalty = 1.0 + physics.node_layout_weight * (penalty - 1.0)
-    linked_scale = physics.copy_factor / COPY_FACTOR  # copy costs in the tables are at COPY_FACTOR
-    pinned_scale = physics.pinned_copy_factor / COPY_FACTOR
     compute = tables.mxu / PEAK_MXU_FLOPS_PER_NS * penalty[0] * np.sqrt(penalty[1] * penalty[2])
     memory = (tables.nbytes[:, None, :] * penalty).sum(axis=0) / HBM_BYTES_PER_NS
     node = np.maximum(compute, memory) + 0.1 * np.minimum(compute, memory) + OP_OVERHEAD_NS
@@ -363,29 +259,7 @@ def _layout_runtime(tables: LayoutCostTables, node_config_feat: np.ndarray) -> n
     bitcast = ~_differs(canon[0], tables.row_major[0]) & ~_differs(canon[1], tables.row_major[1])
     relayout = physics.reshape_copy_share * 3.0 * tables.nbytes[0] / HBM_BYTES_PER_NS + COPY_OVERHEAD_NS
     reshape = np.where(bitcast, OP_OVERHEAD_NS, relayout)
-    own = np.where(tables.mxu > 0, node, reshape)  # (c, nc)
-    unfused = np.zeros_like(own)  # operands that arrive through a copy, per node
-
-    j, compiled, cost = tables.fixed_out
-    if len(j):
-        total = total + (_differs(canon[0][:, j], compiled) * cost).sum(axis=1) * pinned_scale
-    j, slot, producer_layout, cost = tables.fixed_in
-    if len(j):
-        mismatch = _differs(canon[slot, :, j].transpose(1, 0, 2), producer_layout)
-        total = total + (mismatch * cost).sum(axis=1) * pinned_scale
-    p, q, slot, cost = tables.linked
-    if len(p):
-        # The producer's output reaches the consumer's operand through layout-following ops (same
-        # shape), so canonical forms compare: a disagreement costs a copy and the fusion.
-        copy = _differs(canon[0][:, p], canon[slot, :, q].transpose(1, 0, 2))
-        total = total + (copy * cost).sum(axis=1) * linked_scale
-        np.add.at(unfused, (slice(None), q), copy.astype(np.float64))
-    a, slot_a, b, slot_b, cost = tables.shared
-    if len(a):
-        copy = _differs(canon[slot_a, :, a].transpose(1, 0, 2), canon[slot_b, :, b].transpose(1, 0, 2))
-        total = total + (copy * cost).sum(axis=1) * linked_scale
-        np.add.at(unfused, (slice(None), b), copy.astype(np.float64))
-    total = total + (own * (1.0 + physics.unfused_slowdown * unfused)).sum(axis=1)
+    # Nothing is charged for neighbours whose layouts disagree (version 5): a setting costs through
+    # the tensor it sets alone.
+    total = total + np.where(tables.mxu > 0, node, reshape).sum(axis=1)
     return total * tables.steps
-
-
