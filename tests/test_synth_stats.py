@@ -17,11 +17,19 @@ from hypothesis import strategies as st
 from real_protos import KAGGLE_TREE, LAYOUT_PROTO, TILE_PROTO, needs_kaggle_tree, needs_realdata
 
 from competition.cli import main
-from competition.data.synth.hlo_encoding import OPCODE_IDS
+from competition.data.hlo import NODE_FEATURE_INDEX
+from competition.data.synth.hlo_encoding import OPCODE_IDS, OPCODE_NAMES
 from competition.data.synth.layout import layout_space, measure_layout_runs
 from competition.data.synth.models import build_program
 from competition.data.synth.names import layout_specs
-from competition.data.synth.stats import AT_FASTEST, describe, layout_graph_stats, markdown
+from competition.data.synth.stats import (
+    AT_FASTEST,
+    LAYOUT_KEEPING,
+    LINKED,
+    describe,
+    layout_graph_stats,
+    markdown,
+)
 
 
 def exit_code(argv: list[str]) -> int:
@@ -29,6 +37,9 @@ def exit_code(argv: list[str]) -> int:
         return main(argv)
     except SystemExit as exc:
         return int(exc.code)
+
+
+SHAPE_COLUMNS = slice(NODE_FEATURE_INDEX["shape_dimensions_0"], NODE_FEATURE_INDEX["shape_dimensions_0"] + 6)
 
 
 def _programs(source: str, count: int, nodes: int = 400):
@@ -156,6 +167,29 @@ def test_streamed_stats_match_whole_array_references(tiny_competition):
                 named = {tuple(sorted(v[v >= 0])) for v in feat[:, j, 6 * t:6 * t + 6]} - {()}
                 reordered_only += len(named) == 1
         assert fast["mxu tensors reordered only"] == reordered_only
+        with np.load(path) as npz:
+            shapes = npz["node_feat"][:, SHAPE_COLUMNS]
+        producers = {}
+        for consumer, producer in edges:
+            producers.setdefault(int(consumer), []).append(int(producer))
+        configurable, linked = set(npz_ids.tolist()), 0
+        for node in npz_ids.tolist():  # walk back from each operand, one op at a time
+            for start in producers.get(node, []):
+                step, found = start, False
+                for _ in range(12):
+                    if step in configurable:
+                        found = True
+                        break
+                    if OPCODE_NAMES[int(ops[step])] not in LAYOUT_KEEPING:
+                        break
+                    same = [p for p in producers.get(step, []) if list(shapes[p]) == list(shapes[step])]
+                    if not same:
+                        break
+                    step = same[0]
+                if found:
+                    linked += 1
+                    break
+        assert fast["linked configurable"] == linked
         spread = []
         for row in np.unique(flat, axis=0):
             same = runtime[(flat == row).all(axis=1)]
@@ -204,6 +238,7 @@ def test_stats_of_the_featurized_real_protos(tmp_path):
     assert layout["runtime max/min"]["median"] == pytest.approx(1.016, abs=1e-3)
     assert layout["conv/dot tensors whose settings only reorder the same dimensions"] == 1.0
     assert layout[AT_FASTEST]["median"] == pytest.approx(91 / 112, abs=1e-3)  # runtimes on discrete levels
+    assert layout[LINKED]["median"] == pytest.approx(6 / 62, abs=1e-3)
     assert tile["graphs"] == 15
     assert tile["kernels with best normalised runtime > 1"] == 0
     assert tile["default is the fastest"] == pytest.approx(11 / 15, abs=1e-3)
@@ -220,6 +255,9 @@ def test_stats_of_the_real_kaggle_tree():
         assert stats[name]["conv/dot tensors whose settings only reorder the same dimensions"] == 1.0
     assert stats["layout:xla:default"][AT_FASTEST] == {"min": 0.42, "median": 0.632, "max": 0.844}
     assert stats["layout:xla:random"][AT_FASTEST]["min"] == 0.32
+    # Real programs link configurable nodes sparsely: 10-21 % read another's output (small: ~43 %).
+    for name in ("layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"):
+        assert 0.05 < stats[name][LINKED]["max"] <= 0.25, stats[name][LINKED]
 
 
 def test_stats_cli_prints_markdown_and_json(tiny_competition, capsys):

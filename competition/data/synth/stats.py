@@ -15,8 +15,9 @@ runtime spread, distinct configs and duplicate share, distinct settings per conf
 many configurable nodes have a column of their own (``distinct node columns / configurable nodes``:
 nodes whose ``(configs x 18)`` columns are identical count once, i.e. layout groups with tied
 settings), how many layout slots conv/dot tensors set and whether their settings only reorder the same
-dimensions, configs tied with the fastest, tensors that no config sets, share of -1,
-nodes with exactly one consumer, runtime spread among duplicate configs, the opcode profile.
+dimensions, configs tied with the fastest, how many configurable nodes read a tensor another
+configurable node laid out (directly or through elementwise ops), tensors that no config sets, share of
+-1, nodes with exactly one consumer, runtime spread among duplicate configs, the opcode profile.
 Per tile collection: runtime spread, whether the default (the normaliser) is the fastest, the best
 normalised runtime per kernel (``min(runtime / normaliser)``), normaliser drift.
 
@@ -37,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, SPLITS, Collection
+from competition.data.hlo import NODE_FEATURE_INDEX
 from competition.data.npz import load_npz_member, read_exactly, read_npy_header
 from competition.data.synth.hlo_encoding import OPCODE_NAMES
 from competition.data.tree import split_dir
@@ -48,6 +50,17 @@ DEFAULT_BEST_TOLERANCE = 0.99
 #: (real runtimes fall on discrete levels: most configs of a real default search tie its fastest).
 FASTEST_TOLERANCE = 1e-4
 AT_FASTEST = f"configs within {100 * FASTEST_TOLERANCE:g} % of the fastest"
+LINKED = "configurable nodes reading another's output (directly or through elementwise ops)"
+#: Elementwise ops a tensor's layout passes through unchanged (XLA's layout assignment propagates it):
+#: a configurable node reached back through them reads a tensor another configurable node laid out.
+LAYOUT_KEEPING = frozenset({
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "select", "clamp", "convert",
+    "exponential", "log", "tanh", "logistic", "rsqrt", "sqrt", "negate", "abs", "sine", "cosine",
+    "exponential-minus-one", "log-plus-one", "erf", "all-reduce", "copy",
+})
+#: How many such ops a chain is followed back through.
+CHAIN_STEPS = 12
+_SHAPE = slice(NODE_FEATURE_INDEX["shape_dimensions_0"], NODE_FEATURE_INDEX["shape_dimensions_0"] + 6)
 #: Bytes of ``node_config_feat`` held in memory at once.
 CHUNK_BYTES = 16 * 2**20
 #: Opcodes listed in "most frequent opcodes".
@@ -143,6 +156,35 @@ def _duplicate_groups(config_hash: np.ndarray, runtime: np.ndarray) -> tuple[lis
     return spread.tolist(), int((spread == 0).sum())
 
 
+def linked_configurable(names: Sequence[str], edges: np.ndarray, config_ids: np.ndarray,
+                        shapes: np.ndarray) -> int:
+    """How many configurable nodes read a tensor that another configurable node produced, directly or
+    back through a chain of ``LAYOUT_KEEPING`` ops (each followed through its first operand of the same
+    shape). ``edges``: ``(m, 2)`` rows ``[consumer, producer]``; ``shapes``: ``(n, 6)``."""
+    n = len(names)
+    edges = edges[(edges >= 0).all(axis=1) & (edges < n).all(axis=1)]
+    order = np.argsort(edges[:, 0], kind="stable")
+    producers = edges[order, 1]
+    starts = np.searchsorted(edges[order, 0], np.arange(n + 1))
+    configurable = np.zeros(n, dtype=bool)
+    configurable[config_ids] = True
+    keeps = np.array([name in LAYOUT_KEEPING for name in names], dtype=bool)
+
+    def reaches(node: int) -> bool:
+        for _ in range(CHAIN_STEPS):
+            if configurable[node]:
+                return True
+            if not keeps[node]:
+                return False
+            same = [p for p in producers[starts[node]:starts[node + 1]] if (shapes[p] == shapes[node]).all()]
+            if not same:
+                return False
+            node = int(same[0])
+        return False
+
+    return sum(any(reaches(int(p)) for p in producers[starts[j]:starts[j + 1]]) for j in config_ids)
+
+
 def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
                        chunk_bytes: int = CHUNK_BYTES) -> dict:
     """Statistics of one layout npz, reading its configs in chunks.
@@ -152,7 +194,7 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
     path = Path(path)
     with zipfile.ZipFile(path) as archive:
         small = _small_arrays(archive, path, ("node_opcode", "edge_index", "node_config_ids",
-                                              "config_runtime", "node_splits"))
+                                              "config_runtime", "node_splits", "node_feat"))
         ops = small["node_opcode"].astype(np.int64).reshape(-1)
         ids = small["node_config_ids"].astype(np.int64).reshape(-1)
         if runtime is None:
@@ -211,6 +253,7 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         "distinct opcodes": len(set(names)),
         "node_splits length": int(small["node_splits"].shape[-1]),
         "one consumer": float((consumers == 1).mean()) if n else 0.0,
+        "linked configurable": linked_configurable(names, edges, ids, small["node_feat"][:, _SHAPE]),
         "distinct settings": [len(s) for s in settings],
         "distinct columns": len(np.unique(column_hash)),
         "mxu tensors with a layout": int(mxu_slots.size),
@@ -272,6 +315,7 @@ def _describe_layout(files: list[tuple[str, Path]], labels, chunk_bytes: int) ->
         "share of -1 in node_config_feat": round(float(np.mean([g["minus one"] for g in graphs])), 3)
         if graphs else None,
         "nodes with exactly one consumer": _q([g["one consumer"] for g in graphs]),
+        LINKED: _q([g["linked configurable"] / g["configurable"] for g in graphs if g["configurable"]]),
         "duplicate runtime spread": _q(spread, 6),
         "duplicate groups with identical runtimes": _share(
             sum(g["exact duplicate groups"] for g in labelled), groups),
