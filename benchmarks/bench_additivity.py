@@ -20,7 +20,11 @@ the other):
   cannot see an interaction within a node;
 - ``R2``: the share of the ranked half's log-runtime variance the per-tensor fit explains (out of
   sample), the best of ridge strengths 1e-3, 0.1 and 1: near 1 means additive;
-- ``at fastest``: configs within 0.01 % of the fastest runtime (``tpugraphs stats``'s figure): ties.
+- ``at fastest``: configs within 0.01 % of the fastest runtime (``tpugraphs stats``'s figure): ties;
+- ``heuristic`` and ``padding alone``: the tau of the kit's heuristic on the whole graph (no fitting:
+  the padded size of the configured tensors, x3 for a tensor whose layout disagrees with what its
+  neighbour provides or expects) and of the same estimate without that x3: whether charging a
+  disagreement between neighbours helps rank the graph (docs/synthetic-data.md, "Version 5").
 
 Graphs with fewer than 40 configs (``--min-configs``), or without two distinct settings, are left out:
 too few to split.
@@ -49,6 +53,9 @@ from competition.data.locate import embedded_competition
 from competition.data.synth.stats import FASTEST_TOLERANCE
 from competition.data.tree import split_dir
 from competition.metrics.layout import kendall_tau_score
+from solutions.features.layout_geometry import layout_context, layout_geometry
+from solutions.features.shapes import config_chunks
+from solutions.heuristics import layout_cost
 
 MIN_CONFIGS = 40
 HALVES = 3
@@ -125,6 +132,19 @@ def additive_r2(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float] =
     return best
 
 
+def rule_taus(graph: LayoutGraph) -> tuple[float, float]:
+    """The tau of the kit's heuristic on ``graph``, and of its estimate without the x3 charge for a
+    tensor whose layout disagrees with its neighbour's (padding alone)."""
+    runtime = graph.config_runtime.astype(np.float64)
+    context = layout_context(graph)
+    feat = graph.node_config_feat
+    padding = []
+    for part in config_chunks(*feat.shape[:2]):
+        geometry = layout_geometry(feat[part], context)
+        padding.append((geometry.padded_elements * geometry.active).sum(axis=(1, 2)))
+    return _tau(layout_cost(graph), runtime), _tau(np.concatenate(padding), runtime)
+
+
 @dataclass
 class Additivity:
     """The figures of one graph (see the module docstring)."""
@@ -135,11 +155,14 @@ class Additivity:
     tau_tensor: float
     r2: float
     at_fastest: float
+    heuristic: float | None = None
+    padding_alone: float | None = None
 
 
-def measure(name: str, settings: np.ndarray, runtime: np.ndarray, *,
-            min_configs: int = MIN_CONFIGS) -> Additivity | None:
-    """The figures of one graph, or None when it has fewer than ``min_configs`` configs or nothing varies."""
+def measure(name: str, settings: np.ndarray, runtime: np.ndarray, *, min_configs: int = MIN_CONFIGS,
+            graph: LayoutGraph | None = None) -> Additivity | None:
+    """The figures of one graph, or None when it has fewer than ``min_configs`` configs or nothing
+    varies; the two rule columns only with ``graph`` (whose configs and runtimes these are)."""
     runtime = np.asarray(runtime, dtype=np.float64)
     settings = np.asarray(settings).astype(np.int64)
     if len(runtime) < max(min_configs, 4) or np.all(runtime == runtime[0]):
@@ -147,11 +170,13 @@ def measure(name: str, settings: np.ndarray, runtime: np.ndarray, *,
     by_node, by_tensor = one_hot_design(settings, "node"), one_hot_design(settings, "tensor")
     if by_node is None or by_tensor is None:
         return None
+    heuristic, padding_alone = rule_taus(graph) if graph is not None else (None, None)
     return Additivity(
         graph=name, configs=len(runtime),
         tau_node=ridge_tau(by_node, runtime), tau_tensor=ridge_tau(by_tensor, runtime),
         r2=additive_r2(by_tensor, runtime),
         at_fastest=float(np.mean(runtime <= runtime.min() * (1 + FASTEST_TOLERANCE))),
+        heuristic=heuristic, padding_alone=padding_alone,
     )
 
 
@@ -163,7 +188,8 @@ def real_rows(kaggle_tree: Path | None, *, protos: bool = True,
         if real.collection.task_name != "layout" or real.no_signal:
             continue
         [graph] = real.graphs
-        row = measure(real.name, graph.node_config_feat, graph.config_runtime, min_configs=min_configs)
+        row = measure(real.name, graph.node_config_feat, graph.config_runtime, min_configs=min_configs,
+                      graph=graph)
         if row is None:
             notes.append(f"left out: {real.name}: fewer than {min_configs} configs or no setting varies")
         else:
@@ -182,27 +208,33 @@ def embedded_rows(public: Path, label: str, *, min_configs: int = MIN_CONFIGS) -
                 graph = load_graph(path, "layout")
                 assert isinstance(graph, LayoutGraph)
                 row = measure(f"{label}/{collection.name}:{split}/{path.stem}", graph.node_config_feat,
-                              graph.config_runtime, min_configs=min_configs)
+                              graph.config_runtime, min_configs=min_configs, graph=graph)
                 if row is not None:
                     out.setdefault(collection.name, []).append(row)
     return out
 
 
-FIGURES = ("tau_node", "tau_tensor", "r2", "at_fastest")
-HEADER = "| graph | configs | tau node | tau tensor | R2 | at fastest |\n|---|---|---|---|---|---|"
+FIGURES = ("tau_node", "tau_tensor", "r2", "at_fastest", "heuristic", "padding_alone")
+HEADER = ("| graph | configs | tau node | tau tensor | R2 | at fastest | heuristic | padding alone |\n"
+          "|---|---|---|---|---|---|---|---|")
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
 
 
 def real_table(rows: Sequence[Additivity]) -> str:
     lines = [HEADER]
     for r in rows:
         lines.append(f"| {r.graph} | {r.configs:,} | {r.tau_node:.3f} | {r.tau_tensor:.3f} | {r.r2:.3f} | "
-                     f"{r.at_fastest:.3f} |")
+                     f"{r.at_fastest:.3f} | {_signed(r.heuristic)} | {_signed(r.padding_alone)} |")
     return "\n".join(lines)
 
 
 def embedded_table(by_collection: dict[str, list[Additivity]]) -> str:
     """Per collection, each figure's p10 / median / p90 over its graphs."""
-    lines = ["| collection | graphs | tau node | tau tensor | R2 | at fastest |", "|---|---|---|---|---|---|"]
+    lines = ["| collection | graphs | tau node | tau tensor | R2 | at fastest | heuristic | padding alone |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, rows in by_collection.items():
         cells = []
         for figure in FIGURES:
