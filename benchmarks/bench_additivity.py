@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_real import DEFAULT_KAGGLE_TREE, find_real_graphs
+from benchmarks.bench_real import add_data_arguments, find_real_graphs
 from competition.collections import COLLECTIONS
 from competition.data.graphs import LayoutGraph, load_graph
 from competition.data.locate import embedded_competition
@@ -55,7 +55,6 @@ from competition.data.tree import split_dir
 from competition.metrics.layout import kendall_tau_score
 from solutions.features.layout_geometry import layout_context, layout_geometry
 from solutions.features.shapes import config_chunks
-from solutions.heuristics import layout_cost
 
 MIN_CONFIGS = 40
 HALVES = 3
@@ -103,46 +102,49 @@ def _tau(predicted: np.ndarray, runtime: np.ndarray) -> float:
     return kendall_tau_score(np.argsort(predicted, kind="stable"), runtime)
 
 
-def ridge_tau(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float] = TAU_STRENGTHS) -> float:
-    """Mean over the halves of the tau of an additive ridge fit, the best strength."""
+def _cross_fitted(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float], score) -> float:
+    """The best over ``strengths`` of the mean over the halves of ``score(predicted log runtime, log
+    runtime, runtime)`` on the ranked half of an additive ridge fit to the other half."""
     y = np.log(runtime)
     best = -np.inf
     for strength in strengths:
-        taus = []
+        scores = []
         for fit, ranked in _halves(len(y)):
             w, b = _ridge(x[fit], y[fit], strength)
-            taus.append(_tau(x[ranked] @ w + b, runtime[ranked]))
-        best = max(best, float(np.mean(taus)))
+            scores.append(score(x[ranked] @ w + b, y[ranked], runtime[ranked]))
+        best = max(best, float(np.mean(scores)))
     return best
+
+
+def _r2(predicted: np.ndarray, y: np.ndarray) -> float:
+    variance = float(np.var(y))
+    return 1.0 - float(np.var(y - predicted)) / variance if variance > 0 else 1.0
+
+
+def ridge_tau(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float] = TAU_STRENGTHS) -> float:
+    """Mean over the halves of the tau of an additive ridge fit, the best strength."""
+    return _cross_fitted(x, runtime, strengths, lambda predicted, y, ranked: _tau(predicted, ranked))
 
 
 def additive_r2(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float] = R2_STRENGTHS) -> float:
     """Mean over the halves of the out-of-sample R^2 of log runtime under an additive fit, the best
     strength (1.0 for an exactly additive graph)."""
-    y = np.log(runtime)
-    best = -np.inf
-    for strength in strengths:
-        r2 = []
-        for fit, ranked in _halves(len(y)):
-            w, b = _ridge(x[fit], y[fit], strength)
-            residual = y[ranked] - (x[ranked] @ w + b)
-            variance = float(np.var(y[ranked]))
-            r2.append(1.0 - float(np.var(residual)) / variance if variance > 0 else 1.0)
-        best = max(best, float(np.mean(r2)))
-    return best
+    return _cross_fitted(x, runtime, strengths, lambda predicted, y, ranked: _r2(predicted, y))
 
 
 def rule_taus(graph: LayoutGraph) -> tuple[float, float]:
-    """The tau of the kit's heuristic on ``graph``, and of its estimate without the x3 charge for a
-    tensor whose layout disagrees with its neighbour's (padding alone)."""
-    runtime = graph.config_runtime.astype(np.float64)
+    """The tau of the kit's heuristic on ``graph`` (``LayoutGeometry.cost``, as ``tpugraphs solve --method
+    heuristic`` ranks), and of its estimate without the x3 charge for a tensor whose layout disagrees
+    with its neighbour's (padding alone); one pass over the configs gives both."""
     context = layout_context(graph)
     feat = graph.node_config_feat
-    padding = []
+    charged, padding = [], []
     for part in config_chunks(*feat.shape[:2]):
         geometry = layout_geometry(feat[part], context)
+        charged.append(geometry.cost())
         padding.append((geometry.padded_elements * geometry.active).sum(axis=(1, 2)))
-    return _tau(layout_cost(graph), runtime), _tau(np.concatenate(padding), runtime)
+    runtime = graph.config_runtime.astype(np.float64)
+    return _tau(np.concatenate(charged), runtime), _tau(np.concatenate(padding), runtime)
 
 
 @dataclass
@@ -215,8 +217,11 @@ def embedded_rows(public: Path, label: str, *, min_configs: int = MIN_CONFIGS) -
 
 
 FIGURES = ("tau_node", "tau_tensor", "r2", "at_fastest", "heuristic", "padding_alone")
-HEADER = ("| graph | configs | tau node | tau tensor | R2 | at fastest | heuristic | padding alone |\n"
-          "|---|---|---|---|---|---|---|---|")
+COLUMNS = ("tau node", "tau tensor", "R2", "at fastest", "heuristic", "padding alone")
+
+
+def _header(first: str, second: str) -> list[str]:
+    return [f"| {first} | {second} | " + " | ".join(COLUMNS) + " |", "|---|---|" + "---|" * len(COLUMNS)]
 
 
 def _signed(value: float | None) -> str:
@@ -224,7 +229,7 @@ def _signed(value: float | None) -> str:
 
 
 def real_table(rows: Sequence[Additivity]) -> str:
-    lines = [HEADER]
+    lines = _header("graph", "configs")
     for r in rows:
         lines.append(f"| {r.graph} | {r.configs:,} | {r.tau_node:.3f} | {r.tau_tensor:.3f} | {r.r2:.3f} | "
                      f"{r.at_fastest:.3f} | {_signed(r.heuristic)} | {_signed(r.padding_alone)} |")
@@ -233,8 +238,7 @@ def real_table(rows: Sequence[Additivity]) -> str:
 
 def embedded_table(by_collection: dict[str, list[Additivity]]) -> str:
     """Per collection, each figure's p10 / median / p90 over its graphs."""
-    lines = ["| collection | graphs | tau node | tau tensor | R2 | at fastest | heuristic | padding alone |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = _header("collection", "graphs")
     for name, rows in by_collection.items():
         cells = []
         for figure in FIGURES:
@@ -249,15 +253,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_additivity",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--real", type=Path, default=DEFAULT_KAGGLE_TREE,
-                        help=f"a Kaggle-layout tree of labelled real graphs (default {DEFAULT_KAGGLE_TREE})")
-    parser.add_argument("--no-protos", action="store_true",
-                        help="leave out the real layout proto the kit ships")
+    add_data_arguments(parser)
     parser.add_argument("--synth-seeds", default="0,1", help="embedded competitions to measure (none: '')")
-    parser.add_argument("--scale", default="small", choices=("tiny", "small"),
-                        help="embedded competition size")
-    parser.add_argument("--synth-root", type=Path, default=Path("data/bench-real"),
-                        help="where the embedded competitions are built (shared with bench_real)")
     parser.add_argument("--min-configs", type=int, default=MIN_CONFIGS,
                         help=f"leave out graphs of fewer configs (default {MIN_CONFIGS}; half fit the model)")
     parser.add_argument("--out", type=Path, default=Path("data/bench-real/additivity.json"),

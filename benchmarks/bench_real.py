@@ -359,15 +359,25 @@ def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
     return "\n".join(lines)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_real",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that say which real graphs and which embedded competitions a real-data benchmark
+    reads (``bench_real``, ``bench_additivity``): the same names and defaults, so both reuse one build."""
     parser.add_argument("--real", type=Path, default=DEFAULT_KAGGLE_TREE,
                         help="a Kaggle-layout tree with labelled real graphs "
                              "(default: ../shared/realdata/kaggle)")
     parser.add_argument("--no-protos", action="store_true",
                         help="leave out the two real protos the kit ships")
+    parser.add_argument("--scale", default="small", choices=("tiny", "small"),
+                        help="embedded competition size (tiny: a smoke run)")
+    parser.add_argument("--synth-root", type=Path, default=Path("data/bench-real"),
+                        help="where the embedded competitions are built and reused")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_real",
+                                     description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_arguments(parser)
     parser.add_argument("--methods", default=",".join(METHODS),
                         help=f"comma-separated: {', '.join(METHODS)}, {', '.join(VARIANTS)} "
                              "(default: the four methods)")
@@ -378,10 +388,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--synth-seeds", default="0,1", help="embedded competitions to train on (transfer)")
     parser.add_argument("--seeds", default="0,1,2", help="method seeds")
     parser.add_argument("--draws", type=int, default=3, help="within-graph: config splits per graph")
-    parser.add_argument("--scale", default="small", choices=("tiny", "small"),
-                        help="embedded competition to train on (tiny: a smoke run)")
-    parser.add_argument("--synth-root", type=Path, default=Path("data/bench-real"),
-                        help="where the embedded competitions are built and reused")
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds of training per fit (default: none)")
     parser.add_argument("--only", default=None, help="only real graphs whose name contains this text")

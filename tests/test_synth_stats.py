@@ -148,6 +148,7 @@ def test_streamed_stats_match_whole_array_references(tiny_competition):
         with np.load(path) as npz:
             feat, runtime = npz["node_config_feat"].astype(np.int64), npz["config_runtime"]
             edges, ops, npz_ids = npz["edge_index"], npz["node_opcode"], npz["node_config_ids"]
+            shapes = npz["node_feat"][:, SHAPE_COLUMNS]
         c, nc, _ = feat.shape
         flat = feat.reshape(c, -1)
         assert fast["distinct configs"] == len(np.unique(flat, axis=0))
@@ -167,8 +168,6 @@ def test_streamed_stats_match_whole_array_references(tiny_competition):
                 named = {tuple(sorted(v[v >= 0])) for v in feat[:, j, 6 * t:6 * t + 6]} - {()}
                 reordered_only += len(named) == 1
         assert fast["mxu tensors reordered only"] == reordered_only
-        with np.load(path) as npz:
-            shapes = npz["node_feat"][:, SHAPE_COLUMNS]
         producers = {}
         for consumer, producer in edges:
             producers.setdefault(int(consumer), []).append(int(producer))
