@@ -152,6 +152,7 @@ def _slots(graph: HloGraph, node: int) -> list[int]:
     return graph.operands[node][: 2 if graph.instrs[node].opcode in ("convolution", "dot") else 1]
 
 
+
 def complete_layouts(settings: np.ndarray, compiled: np.ndarray) -> np.ndarray:
     """Whole ``minor_to_major`` orders from settings that fix only the minor-most slots.
 
@@ -168,6 +169,7 @@ def complete_layouts(settings: np.ndarray, compiled: np.ndarray) -> np.ndarray:
     rows = np.nonzero(rest)
     out[(*rows[:-1], position[rows])] = compiled[rows]
     return out
+
 
 
 def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float,
@@ -195,6 +197,7 @@ def layout_tables(graph: HloGraph, config_ids: np.ndarray, steps: float,
         if i not in index
         and graph.instrs[i].opcode not in ("parameter", "constant", "get-tuple-element", "tuple")
     )
+
     return LayoutCostTables(
         base_ns=float(base),
         steps=float(steps),
