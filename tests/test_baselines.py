@@ -40,18 +40,33 @@ def tile_graph(output_bounds: list[list[int]], shape=(256, 512)) -> TileGraph:
     )
 
 
-def layout_graph(configs: np.ndarray) -> LayoutGraph:
-    """param (384, 3) -> dot* (384, 512) <- param (3, 512); dot* -> negate -> tuple. ``configs``:
-    (c, 1, 18)."""
+def layout_graph(configs: np.ndarray, out_shape: tuple[int, int] = (384, 512)) -> LayoutGraph:
+    """param (m, 3) -> dot* (m, n) <- param (3, n); dot* -> negate -> tuple, (m, n) = ``out_shape``.
+    ``configs``: (c, 1, 18)."""
     c = configs.shape[0]
+    m, n = out_shape
     return LayoutGraph(
-        node_feat=_f32_node_features([[384, 3], [3, 512], [384, 512], [384, 512], [384, 512]]),
+        node_feat=_f32_node_features([[m, 3], [3, n], [m, n], [m, n], [m, n]]),
         node_opcode=np.array([OPCODE_IDS[o] for o in ("parameter", "parameter", "dot", "negate", "tuple")],
                              np.uint8),
         edge_index=np.array([[2, 0], [2, 1], [3, 2], [4, 3]], np.int64),
         config_runtime=np.arange(1, c + 1, dtype=np.int64),
         node_config_feat=configs.astype(np.float32),
         node_config_ids=np.array([2], np.int64),
+        node_splits=np.array([[0]], np.int64),
+    )
+
+
+def reshape_graph(configs: np.ndarray) -> LayoutGraph:
+    """param (32, 4, 128) -> reshape* (128, 128) -> negate -> tuple. ``configs``: (c, 1, 18)."""
+    c = configs.shape[0]
+    return LayoutGraph(
+        node_feat=_f32_node_features([[32, 4, 128], [128, 128], [128, 128], [128, 128]]),
+        node_opcode=np.array([OPCODE_IDS[o] for o in ("parameter", "reshape", "negate", "tuple")], np.uint8),
+        edge_index=np.array([[1, 0], [2, 1], [3, 2]], np.int64),
+        config_runtime=np.arange(1, c + 1, dtype=np.int64),
+        node_config_feat=configs.astype(np.float32),
+        node_config_ids=np.array([1], np.int64),
         node_splits=np.array([[0]], np.int64),
     )
 
@@ -129,14 +144,39 @@ def test_tile_rule_penalises_tiles_that_overflow_on_chip_memory():
     assert per_element[0] > per_element[1]
 
 
-def test_layout_rule_prefers_wide_minor_dims_and_agreeing_layouts():
+def test_layout_rule_charges_a_dots_output_padding():
     configs = np.array([
-        [_layout_row([1, 0], [1, 0], [1, 0])],  # default layouts everywhere: minor dims 512 / 3 / 512
-        [_layout_row([0, 1], [1, 0], [1, 0])],  # output minor dim 384 (3 x 128): fine, but a relayout copy
-        [_layout_row([1, 0], [0, 1], [0, 1])],  # operands disagree with their producers
+        [_layout_row([1, 0], [1, 0], [1, 0])],  # minor 256 (no lane padding), second-minor 100 -> 104
+        [_layout_row([0, 1], [1, 0], [1, 0])],  # minor 100 -> 128 lanes: 28 % more
+    ])
+    cost = layout_cost(layout_graph(configs, out_shape=(100, 256)))
+    np.testing.assert_allclose(cost, [104 * 256, 128 * 256])
+
+
+def test_layout_rule_charges_neither_operand_settings_nor_disagreement():
+    """Rule 2: a dot reads its operands as they arrive, and a layout that differs from its neighbour's
+    costs nothing more (rule 1's x3 charge ranked every labelled real graph worse)."""
+    configs = np.array([
+        [_layout_row([1, 0], [1, 0], [1, 0])],  # default layouts everywhere
+        [_layout_row([0, 1], [1, 0], [1, 0])],  # output minor dim 384 (3 x 128): no padding, disagrees
+        [_layout_row([1, 0], [0, 1], [0, 1])],  # operands disagree with their producers, minor dim 3
     ])
     cost = layout_cost(layout_graph(configs))
-    assert cost[0] < cost[1] and cost[0] < cost[2]
+    assert cost[0] == cost[1] == cost[2] == 384 * 512
+
+
+# A copy reads the input and writes the output, both padded: the (128, 128) output never pads; the
+# (32, 4, 128) input pads its second-minor 4 to 8 sublanes when 4 is second-minor (32 * 8 * 128).
+@pytest.mark.parametrize(("output", "operand", "cost"), [
+    ([1, 0], [2, 1, 0], 0),  # both row-major: a bitcast
+    ([0, 1], [1, 0, 2], 0),  # both transposed the same way: the same bytes in the same order
+    ([-1, -1], [1, 0, 2], 0),  # output left to the compiler: assumed to be the bitcast
+    ([0, 1], [2, 1, 0], 128 * 128 + 32 * 8 * 128),  # only the output transposed
+    ([1, 0], [2, 0, 1], 128 * 128 + 32 * 4 * 128),  # the merged (32, 4) pair stored 4-major: reordered
+], ids=["row-major", "transposed-alike", "unset", "output-transposed", "merged-pair-reordered"])
+def test_layout_rule_charges_a_reshape_only_when_it_copies(output, operand, cost):
+    row = [*output, -1, -1, -1, -1, *operand, -1, -1, -1, *[-1] * 6]
+    assert layout_cost(reshape_graph(np.array([[row]])))[0] == cost
 
 
 def test_layout_rule_ignores_unset_vectors():

@@ -1,7 +1,8 @@
 """Layout geometry: the per-graph facts the layout features and the heuristic need
-(``LayoutContext``: tensor shapes, expected layouts, producer links, tied groups) and, per config,
-the padding and agreement of every configurable node's output / input / kernel layout
-(``LayoutGeometry``, whose ``cost`` is the heuristic's estimate)."""
+(``LayoutContext``: tensor shapes, expected layouts, producer links, tied groups, how each reshape
+regroups dimensions) and, per config, the padding and agreement of every configurable node's output /
+input / kernel layout and whether each reshape is a copy (``LayoutGeometry``, whose ``cost`` is the
+heuristic's estimate)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from solutions.features.shapes import (
     node_shapes,
     pad_factor,
 )
+
+RESHAPE = CONFIGURABLE_KINDS.index("reshape")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,10 @@ class LayoutContext:
     two_hop: np.ndarray | None = None
     # (c,) how many configs of the graph share each config's settings
     config_repeats: np.ndarray | None = None
+    # (nc, 2, 6) int64: for a reshape, the group of each dimension of its output (0) and input (1),
+    # -1 for a size-1 dimension or none (``reshape_groups``); all -1 for other nodes and for reshapes
+    # whose two shapes do not hold the same number of elements (nothing is then known of their bytes)
+    reshape_groups: np.ndarray | None = None
 
     @property
     def num_configurable(self) -> int:
@@ -75,6 +82,7 @@ class LayoutContext:
             two_hop=(None if self.two_hop is None
                      else _redirect(self.two_hop[keep], self.representative, position)),
             config_repeats=self.config_repeats,
+            reshape_groups=None if self.reshape_groups is None else self.reshape_groups[keep],
         ), keep
 
 
@@ -94,6 +102,37 @@ def tied_groups(codes: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     _, first, inverse = np.unique(codes.T, axis=0, return_index=True, return_inverse=True)
     return first[inverse.reshape(-1)].astype(np.int64)
+
+
+def reshape_groups(out_dims: np.ndarray, in_dims: np.ndarray) -> np.ndarray | None:
+    """(2, 6) group of each dimension of a reshape's output (row 0) and input (row 1), or None.
+
+    A reshape keeps the row-major order of elements, so its size-1 dimensions aside, its two shapes
+    split into the shortest runs of consecutive dimensions with equal products (the groups): a run of
+    input dimensions is merged, split or renamed into the matching run of output dimensions. Size-1
+    dimensions (and slots beyond the rank) get -1. None when a size is unknown (<= 0) or the element
+    counts differ.
+
+    >>> reshape_groups(np.array([16384, 512]), np.array([32, 512, 512])).tolist()
+    [[0, 1, -1, -1, -1, -1], [0, 0, 1, -1, -1, -1]]
+    """
+    sides = [[(k, int(size)) for k, size in enumerate(dims) if size != 1] for dims in (out_dims, in_dims)]
+    if any(size <= 0 for side in sides for _, size in side):
+        return None
+    groups = np.full((2, MAX_DIMS), -1, dtype=np.int64)
+    at, products, group = [0, 0], [1, 1], 0
+    while at[0] < len(sides[0]) or at[1] < len(sides[1]):
+        # Take a dimension from the side with the smaller product until both products are equal.
+        side = 0 if products[0] < products[1] or at[1] == len(sides[1]) else 1
+        if at[side] == len(sides[side]):
+            return None  # one side ran out first: the element counts differ
+        k, size = sides[side][at[side]]
+        groups[side, k] = group
+        products[side] *= size
+        at[side] += 1
+        if products[0] == products[1]:
+            group, products = group + 1, [1, 1]
+    return groups if products == [1, 1] else None
 
 
 def column_modes(codes: np.ndarray) -> np.ndarray:
@@ -180,12 +219,18 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
 
     kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
     kind = np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
+    groups = np.full((nc, 2, MAX_DIMS), -1, dtype=np.int64)
+    for j in np.flatnonzero((kind == RESHAPE) & (rank[:, 0] > 0) & (rank[:, 1] > 0)):
+        found = reshape_groups(tensor_dims[j, 0, : rank[j, 0]], tensor_dims[j, 1, : rank[j, 1]])
+        if found is not None:
+            groups[j] = found
     mode_codes = column_modes(codes) if feat.shape[0] else np.zeros(nc, np.int64)
     return LayoutContext(
         tensor_dims=tensor_dims, tensor_elements=tensor_elements, rank=rank, expected=expected,
         producer=producer, has_plain_consumer=has_plain_consumer, kind=kind, mode_codes=mode_codes,
         representative=(tied_groups(codes) if feat.shape[0] else np.arange(nc)) if with_tied else None,
         two_hop=two_hop, config_repeats=_repeats(codes) if with_repeats else None,
+        reshape_groups=groups,
     )
 
 
@@ -199,7 +244,7 @@ def _repeats(codes: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LayoutGeometry:
-    """Per config and configurable node: padding and relayout facts; shapes (c, nc, 3)."""
+    """Per config and configurable node: padding, relayout and reshape-copy facts; shapes (c, nc, 3)."""
 
     active: np.ndarray  # bool: the node has this vector (rank > 0)
     padded_elements: np.ndarray  # tensor elements after (8, 128) padding in the chosen layout
@@ -208,6 +253,8 @@ class LayoutGeometry:
     second_size: np.ndarray  # float64 size of the second-minor dimension (1 when rank < 2)
     layouts: np.ndarray  # (c, nc, 3, 6) int64 the chosen layouts as given (-1 = unset)
     values: np.ndarray  # (c, nc, 18) int64 the rows as given, converted once (``layout_values``)
+    reshape: np.ndarray  # (nc,) bool: the node is a reshape
+    reshape_copy: np.ndarray  # (c, nc) bool: a reshape whose layouts do not keep the bytes in order
 
     def codes(self) -> np.ndarray:
         """(c, nc) int64: each node's whole row as ``pack_layout_vector_codes`` packs it (no second check:
@@ -215,10 +262,85 @@ class LayoutGeometry:
         return layout_row_codes(self.values)
 
     def cost(self) -> np.ndarray:
-        """(c,) the heuristic's estimate in elements moved: every configured tensor is touched once in
-        its padded layout, and a mismatched one is copied (read + write) once more."""
-        per_tensor = self.padded_elements * (1.0 + 2.0 * self.mismatch)
-        return (per_tensor * self.active).sum(axis=(1, 2))
+        """(c,) the heuristic's estimate in elements moved (rule 2, ``solutions.heuristics``).
+
+        A convolution or dot writes its output in its padded layout and reads its operands as they
+        arrive; a reshape is free when it is a bitcast, else a copy that reads its input and writes
+        its output, both padded. Nothing is charged for neighbours whose layouts disagree.
+        """
+        padded = self.padded_elements * self.active
+        copied = (padded[:, :, 0] + padded[:, :, 1]) * self.reshape_copy
+        return np.where(self.reshape[None], copied, padded[:, :, 0]).sum(axis=1)
+
+
+def reshape_copies(chosen: np.ndarray, context: LayoutContext) -> np.ndarray:
+    """(c, nc) bool: the reshapes whose chosen layouts make them a copy rather than a bitcast.
+
+    A reshape keeps its bytes in place (a bitcast) exactly when both sides store the same groups
+    (``reshape_groups``) in the same order from major to minor, each group's dimensions next to each
+    other and in their logical order. Size-1 dimensions are ignored, as the tiles ignore them. Where a
+    side is unset (the compiler's choice, assumed to be the bitcast), a layout is not a permutation of
+    its dimensions, or the shapes are unknown, nothing is charged.
+
+    chosen: (c, nc, 3, 6) the chosen layouts cropped to each vector's rank (-1 = unset).
+    """
+    c, nc = chosen.shape[:2]
+    copy = np.zeros((c, nc), dtype=bool)
+    if context.reshape_groups is None:
+        return copy
+    nodes = np.flatnonzero((context.reshape_groups >= 0).any(axis=(1, 2)))
+    if nodes.size == 0:
+        return copy
+    dims = np.arange(MAX_DIMS)
+    bitcast = np.ones((c, nodes.size), dtype=bool)
+    known = (chosen[:, nodes, 0, 0] != -1) & (chosen[:, nodes, 1, 0] != -1)
+    group_ranks = []
+    for side in (0, 1):  # the output vector and the input vector, as the groups are stored
+        layout = chosen[:, nodes, side]  # (c, k, 6) minor_to_major
+        rank = context.rank[nodes, side]
+        groups = context.reshape_groups[nodes, side]  # (k, 6) by dimension
+        in_rank = dims < rank[:, None]
+        known &= (np.sort(np.where(in_rank, layout, MAX_DIMS), axis=-1)
+                  == np.where(in_rank, dims, MAX_DIMS)).all(axis=-1)
+        # Position of each dimension counted from the major end, size-1 ones left out (-1).
+        slot_group = np.take_along_axis(np.broadcast_to(groups, layout.shape),
+                                        np.clip(layout, 0, MAX_DIMS - 1), axis=-1)
+        counted = (layout >= 0) & (slot_group >= 0)
+        from_major = np.cumsum(counted[..., ::-1], axis=-1)[..., ::-1] - counted
+        position = np.full((*layout.shape[:-1], MAX_DIMS + 1), -1, dtype=np.int64)  # by dimension
+        np.put_along_axis(position, np.where(counted, layout, MAX_DIMS), from_major, axis=-1)
+        position = position[..., :MAX_DIMS]  # the last column took the slots not counted
+        # Within a group, each dimension is directly followed by the next one (row-major order).
+        follower = _next_in_group(groups)
+        following = np.take_along_axis(position, np.clip(follower, 0, None)[None], axis=-1)
+        bitcast &= ~((follower >= 0)[None] & (following != position + 1)).any(axis=-1)
+        # Each group's rank from the major end, by where its first dimension is.
+        first = _first_of_group(groups)
+        start = np.take_along_axis(position, np.clip(first, 0, None)[None], axis=-1)
+        start = np.where(first[None] >= 0, start, -1)
+        ahead = (start[..., None, :] >= 0) & (start[..., None, :] < start[..., :, None])
+        group_ranks.append(np.where(start >= 0, ahead.sum(axis=-1), -1))
+    bitcast &= (group_ranks[0] == group_ranks[1]).all(axis=-1)
+    copy[:, nodes] = known & ~bitcast
+    return copy
+
+
+def _next_in_group(groups: np.ndarray) -> np.ndarray:
+    """(k, 6) the next dimension of each dimension's group, -1 for the last one (or a size-1 one)."""
+    follower = np.full(groups.shape, -1, dtype=np.int64)
+    for d in range(MAX_DIMS):
+        for e in range(MAX_DIMS - 1, d, -1):  # from the far end, so the nearest one is kept
+            follower[:, d] = np.where((groups[:, d] >= 0) & (groups[:, e] == groups[:, d]), e, follower[:, d])
+    return follower
+
+
+def _first_of_group(groups: np.ndarray) -> np.ndarray:
+    """(k, 6) the first dimension of each group id 0..5, -1 for a group the node does not have."""
+    first = np.full(groups.shape, -1, dtype=np.int64)
+    for g in range(MAX_DIMS):
+        member = groups == g
+        first[:, g] = np.where(member.any(axis=1), member.argmax(axis=1), -1)
+    return first
 
 
 def layout_geometry(node_config_feat: np.ndarray, context: LayoutContext) -> LayoutGeometry:
@@ -257,6 +379,7 @@ def layout_geometry(node_config_feat: np.ndarray, context: LayoutContext) -> Lay
     padding = pad_factor(minor_size, LANES) * pad_factor(second_size, SUBLANES)
     padded = context.tensor_elements[None] * padding
     return LayoutGeometry(active=active, padded_elements=padded, mismatch=mismatch, minor_size=minor_size,
-                          second_size=second_size, layouts=chosen, values=values)
+                          second_size=second_size, layouts=chosen, values=values,
+                          reshape=context.kind == RESHAPE, reshape_copy=reshape_copies(chosen, context))
 
 
