@@ -158,8 +158,10 @@ class GBDTRanker:
         params = settings.lightgbm_params(seed=int(options.seed), max_group=int(train_rows.sizes.max()))
         ranking = settings.objective != "regression"
         dataset_params: dict[str, Any] = {"max_bin": settings.max_bin, "verbosity": -1}
-        train_data = {"data": np.concatenate(train_rows.features), "label": np.concatenate(train_rows.labels),
+        train_x = np.concatenate(train_rows.features)
+        train_data = {"data": train_x, "label": np.concatenate(train_rows.labels),
                       "group": train_rows.sizes if ranking else None,
+                      "init_score": self._prior(train_x),
                       "feature_name": feature_names(self.features),
                       "free_raw_data": True, "params": dataset_params}
         train_set = lgb.Dataset(**train_data)
@@ -170,14 +172,15 @@ class GBDTRanker:
             # either: the trees are single leaves, as the built-in objectives give on such data.
             dataset_params["feature_pre_filter"] = False
             train_set = lgb.Dataset(**train_data)
-        del train_data
+        del train_data, train_x
         callbacks = [lgb.record_evaluation(history)]
         if options.time_budget_s is not None:
             callbacks.append(time_budget(started, options.time_budget_s))
         valid_sets, feval = [], None
         if len(valid_rows):
+            valid_x = np.concatenate(valid_rows.features)
             valid_set = lgb.Dataset(
-                np.concatenate(valid_rows.features), label=np.concatenate(valid_rows.labels),
+                valid_x, label=np.concatenate(valid_rows.labels), init_score=self._prior(valid_x),
                 group=valid_rows.sizes if ranking else None, reference=train_set,
                 params=dataset_params if "feature_pre_filter" in dataset_params else None,
             )
@@ -234,7 +237,17 @@ class GBDTRanker:
         dedup, features = distinct_config_features(graph, self.features)  # scored once per distinct config
         score = self.booster.predict(features, num_iteration=self.best_iteration,
                                      num_threads=self.settings.num_threads)
+        prior = self._prior(features)
+        if prior is not None:
+            score = score + prior
         return -dedup.expand(np.asarray(score, dtype=np.float64))
+
+    def _prior(self, features: np.ndarray) -> np.ndarray | None:
+        """The initial scores of ``heuristic_prior`` (higher = faster, as LightGBM ranks), None when off."""
+        if not self.settings or not self.settings.heuristic_prior:
+            return None
+        column = feature_names(self.features).index("heuristic_log_cost_scaled")
+        return -self.settings.heuristic_prior * features[:, column].astype(np.float64)
 
     # ------------------------------------------------------------------------------------------
     # Persistence

@@ -68,9 +68,18 @@ class GBDTSettings:
     learn_from_random_search: bool = setting(False, "layout, default search: also learn from the random "
                                              "search's train graphs of the same source "
                                              "(solutions.method.with_random_search)")
+    # 3 on layouts by the real-data check: trained on the embedded competition, gbdt ranked the real
+    # layout graphs below the untrained heuristic, and with the prior at least as well as it; chosen
+    # on `small`'s valid splits (BENCHMARKS.md, "Real data"). Tile starts at 0 (not measured).
+    heuristic_prior: float = setting(3.0, "start from the heuristic: each config's initial score is minus "
+                                     "this times its heuristic_log_cost as a z-score within its graph, and "
+                                     "the trees learn what to change (0: off; needs scale_per_graph)", low=0)
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if self.heuristic_prior > 0 and not self.scale_per_graph:
+            raise SettingError(f"setting heuristic_prior={self.heuristic_prior} reads the z-scored heuristic "
+                               f"feature; add scale_per_graph=true or set heuristic_prior=0")
         if not self.linear_gain and self.label_levels > 31:
             raise SettingError(f"setting label_levels={self.label_levels} with linear_gain=false: LightGBM "
                                f"allows at most 31 levels with exponential gains; lower label_levels or add "
@@ -81,7 +90,7 @@ class GBDTSettings:
         top_k = (get_task(task) if isinstance(task, str) else task).top_k
         if top_k is not None:  # a metric of the top k listed (tile): NDCG at k
             return cls(label_levels=30, linear_gain=False, ndcg_at=top_k, max_configs_per_graph=1000,
-                       query_size=None)
+                       query_size=None, heuristic_prior=0.0)
         return cls()
 
     def lightgbm_params(self, seed: int, max_group: int) -> dict[str, Any]:
