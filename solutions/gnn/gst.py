@@ -324,5 +324,6 @@ def gst_layout_scores(model: LayoutRanker, example: LayoutExample, segments: lis
         old_max = old_max.to(device).masked_fill(~keep.to(device).unsqueeze(-1), -torch.inf)
         maximum = torch.maximum(maximum, old_max.amax(dim=1))
     mean = total / count.unsqueeze(-1)
-    return model.score_pooled(model.add_engineered(torch.cat([mean, maximum], dim=-1),
-                                                   example.engineered_rows(index, device)))
+    engineered = example.engineered_rows(index, device)
+    return (model.score_pooled(model.add_engineered(torch.cat([mean, maximum], dim=-1), engineered))
+            + model.prior(engineered))

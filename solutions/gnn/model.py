@@ -55,6 +55,7 @@ from competition.data.compact import LAYOUT_SLOTS
 from competition.data.graphs import MAX_OPCODE
 from competition.tasks import LAYOUT, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM
 from solutions.accel import segment
+from solutions.features.layout import layout_feature_names
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.gnn.config_store import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW
 from solutions.gnn.data import LayoutInputs, TileBatch
@@ -146,6 +147,7 @@ def mean_max_pool(x: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.cat([x.mean(dim=dim), x.amax(dim=dim)], dim=-1)
 
 
+HEURISTIC_COLUMN = layout_feature_names().index("heuristic_log_cost")  # of the engineered rows
 ROW_FEATURES = 2 * LAYOUT_SLOTS + LAYOUT_SLOTS_PER_ROW  # output_slot_features + "differs from the common row"
 
 
@@ -213,7 +215,7 @@ class LayoutRanker(nn.Module):
 
     def __init__(self, *, hidden: int, layers: int, dropout: float, row_features: bool, fusion: str,
                  config_layers: int, config_attention: bool, attention_context: int,
-                 tied_links: bool, engineered_features: int = 0) -> None:
+                 tied_links: bool, engineered_features: int = 0, heuristic_prior: float = 0.0) -> None:
         super().__init__()
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
@@ -236,6 +238,9 @@ class LayoutRanker(nn.Module):
         self.head = mlp([2 * hidden, hidden, 1], dropout=dropout)
         self.engineered_features = engineered_features
         self.engineered = mlp([engineered_features, hidden, 2 * hidden]) if engineered_features else None
+        if heuristic_prior and engineered_features != ENGINEERED_LAYOUT_COLUMNS:
+            raise ValueError("heuristic_prior reads the engineered heuristic_log_cost column")
+        self.heuristic_prior = float(heuristic_prior)
 
     @classmethod
     def from_settings(cls, config: GNNConfig) -> LayoutRanker:
@@ -244,7 +249,8 @@ class LayoutRanker(nn.Module):
                    row_features=config.row_features, fusion=config.fusion, config_layers=config.config_layers,
                    config_attention=config.config_attention, attention_context=config.configs_per_graph,
                    tied_links=config.tied_links,
-                   engineered_features=ENGINEERED_LAYOUT_COLUMNS if config.engineered_features else 0)
+                   engineered_features=ENGINEERED_LAYOUT_COLUMNS if config.engineered_features else 0,
+                   heuristic_prior=config.heuristic_prior)
 
     def encode_nodes(self, inputs: LayoutInputs) -> torch.Tensor:
         """The config-independent part, computed once per graph: -> (n, h).
@@ -353,12 +359,19 @@ class LayoutRanker(nn.Module):
             pooled = self.attention(pooled, context)
         return self.head(pooled).squeeze(-1)
 
+    def prior(self, engineered: torch.Tensor | None) -> torch.Tensor | float:
+        """``heuristic_prior`` times the configs' heuristic_log_cost z-scores (B,), added to their scores
+        (0 when off): the network then learns what to change in the heuristic's order."""
+        if not self.heuristic_prior or engineered is None:
+            return 0.0
+        return self.heuristic_prior * engineered[:, HEURISTIC_COLUMN]
+
     def forward_encoded(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
                         dedup_rows: bool = True, context: torch.Tensor | None = None,
                         engineered: torch.Tensor | None = None) -> torch.Tensor:
         """Score configs given ``encode_nodes``'s output: (n, h), (B, nc, 18), (B, F) -> (B,)."""
         return self.score_pooled(self.pool_configs(inputs, node_state, digits, dedup_rows=dedup_rows,
-                                                   engineered=engineered), context)
+                                                   engineered=engineered), context) + self.prior(engineered)
 
     def forward(self, inputs: LayoutInputs, digits: torch.Tensor, *, dedup_rows: bool = True,
                 engineered: torch.Tensor | None = None) -> torch.Tensor:

@@ -67,6 +67,9 @@ class GNNConfig:
     learn_from_random_search: bool = setting(False, "layout, default search: also train on the random "
                                              "search's train graphs of the same source "
                                              "(solutions.method.with_random_search; docs/gnn.md)")
+    heuristic_prior: float = setting(0.0, "layout, with engineered_features: add this times the config's "
+                                     "heuristic_log_cost z-score to its score, so the network learns what "
+                                     "to change in the heuristic's order (0: off; model.py)", low=0)
     max_train_configs: int | None = setting(4096, "layout, with engineered_features: a training graph "
                                             "with more distinct configs keeps a fixed random sample of "
                                             "this many (none: all; data.py)", low=2)
@@ -107,6 +110,9 @@ class GNNConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if self.heuristic_prior > 0 and not self.engineered_features:
+            raise SettingError(f"setting heuristic_prior={self.heuristic_prior} reads the engineered "
+                               f"heuristic_log_cost; add engineered_features=true or set heuristic_prior=0")
         if self.training == "gst" and self.fusion != "early":
             raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the "
                                f"per-config message passing of early fusion, and {self.fusion} fusion passes "
