@@ -3,9 +3,11 @@ features; the graphs of a collection are the queries, their configs the document
 
 ``fit`` builds the queries (``solutions.gbdt.queries``), trains with the settings of
 ``solutions.gbdt.settings`` and keeps the round the official metric of the valid split (or
-cross-validation over the train graphs) chooses (``solutions.gbdt.boosting``). ``predict`` returns
-minus the model's score (LightGBM ranks high = relevant; the kit wants lower = faster), computed once
-per distinct config and scattered back to duplicates. ``save(path)`` writes ``path/model.txt``
+cross-validation over the train graphs) chooses (``solutions.gbdt.boosting``). With
+``heuristic_prior`` every config starts from minus k times its z-scored heuristic estimate (LightGBM's
+``init_score``) and the trees learn what to change in that order. ``predict`` returns minus the model's
+score, that starting score included (LightGBM ranks high = relevant; the kit wants lower = faster),
+computed once per distinct config and scattered back to duplicates. ``save(path)`` writes ``path/model.txt``
 (LightGBM's text format, cut at the best round) and ``path/settings.json`` (feature settings,
 training settings and feature names, checked on ``load``).
 
