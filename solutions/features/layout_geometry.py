@@ -13,6 +13,7 @@ import numpy as np
 from competition.data.compact import layout_row_codes, pack_layout_vector_codes
 from competition.data.graphs import LayoutGraph
 from competition.data.hlo import OPCODE_IDS
+from competition.data.reshapes import copy_mask, reshape_groups
 from solutions.features.shapes import (
     CONFIGURABLE_KINDS,
     LANES,
@@ -102,37 +103,6 @@ def tied_groups(codes: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     _, first, inverse = np.unique(codes.T, axis=0, return_index=True, return_inverse=True)
     return first[inverse.reshape(-1)].astype(np.int64)
-
-
-def reshape_groups(out_dims: np.ndarray, in_dims: np.ndarray) -> np.ndarray | None:
-    """(2, 6) group of each dimension of a reshape's output (row 0) and input (row 1), or None.
-
-    A reshape keeps the row-major order of elements, so its size-1 dimensions aside, its two shapes
-    split into the shortest runs of consecutive dimensions with equal products (the groups): a run of
-    input dimensions is merged, split or renamed into the matching run of output dimensions. Size-1
-    dimensions (and slots beyond the rank) get -1. None when a size is unknown (<= 0) or the element
-    counts differ.
-
-    >>> reshape_groups(np.array([16384, 512]), np.array([32, 512, 512])).tolist()
-    [[0, 1, -1, -1, -1, -1], [0, 0, 1, -1, -1, -1]]
-    """
-    sides = [[(k, int(size)) for k, size in enumerate(dims) if size != 1] for dims in (out_dims, in_dims)]
-    if any(size <= 0 for side in sides for _, size in side):
-        return None
-    groups = np.full((2, MAX_DIMS), -1, dtype=np.int64)
-    at, products, group = [0, 0], [1, 1], 0
-    while at[0] < len(sides[0]) or at[1] < len(sides[1]):
-        # Take a dimension from the side with the smaller product until both products are equal.
-        side = 0 if products[0] < products[1] or at[1] == len(sides[1]) else 1
-        if at[side] == len(sides[side]):
-            return None  # one side ran out first: the element counts differ
-        k, size = sides[side][at[side]]
-        groups[side, k] = group
-        products[side] *= size
-        at[side] += 1
-        if products[0] == products[1]:
-            group, products = group + 1, [1, 1]
-    return groups if products == [1, 1] else None
 
 
 def column_modes(codes: np.ndarray) -> np.ndarray:
@@ -274,13 +244,10 @@ class LayoutGeometry:
 
 
 def reshape_copies(chosen: np.ndarray, context: LayoutContext) -> np.ndarray:
-    """(c, nc) bool: the reshapes whose chosen layouts make them a copy rather than a bitcast.
-
-    A reshape keeps its bytes in place (a bitcast) exactly when both sides store the same groups
-    (``reshape_groups``) in the same order from major to minor, each group's dimensions next to each
-    other and in their logical order. Size-1 dimensions are ignored, as the tiles ignore them. Where a
-    side is unset (the compiler's choice, assumed to be the bitcast), a layout is not a permutation of
-    its dimensions, or the shapes are unknown, nothing is charged.
+    """(c, nc) bool: the reshapes whose chosen layouts make them a copy rather than a bitcast
+    (``competition.data.reshapes``: both sides must store the same groups of dimensions in the same
+    order). Where a side is unset (the compiler's choice, assumed to be the bitcast), a layout is not a
+    permutation of its dimensions, or the shapes are unknown, nothing is charged.
 
     chosen: (c, nc, 3, 6) the chosen layouts cropped to each vector's rank (-1 = unset).
     """
@@ -288,59 +255,10 @@ def reshape_copies(chosen: np.ndarray, context: LayoutContext) -> np.ndarray:
     copy = np.zeros((c, nc), dtype=bool)
     if context.reshape_groups is None:
         return copy
-    nodes = np.flatnonzero((context.reshape_groups >= 0).any(axis=(1, 2)))
-    if nodes.size == 0:
-        return copy
-    dims = np.arange(MAX_DIMS)
-    bitcast = np.ones((c, nodes.size), dtype=bool)
-    known = (chosen[:, nodes, 0, 0] != -1) & (chosen[:, nodes, 1, 0] != -1)
-    group_ranks = []
-    for side in (0, 1):  # the output vector and the input vector, as the groups are stored
-        layout = chosen[:, nodes, side]  # (c, k, 6) minor_to_major
-        rank = context.rank[nodes, side]
-        groups = context.reshape_groups[nodes, side]  # (k, 6) by dimension
-        in_rank = dims < rank[:, None]
-        known &= (np.sort(np.where(in_rank, layout, MAX_DIMS), axis=-1)
-                  == np.where(in_rank, dims, MAX_DIMS)).all(axis=-1)
-        # Position of each dimension counted from the major end, size-1 ones left out (-1).
-        slot_group = np.take_along_axis(np.broadcast_to(groups, layout.shape),
-                                        np.clip(layout, 0, MAX_DIMS - 1), axis=-1)
-        counted = (layout >= 0) & (slot_group >= 0)
-        from_major = np.cumsum(counted[..., ::-1], axis=-1)[..., ::-1] - counted
-        position = np.full((*layout.shape[:-1], MAX_DIMS + 1), -1, dtype=np.int64)  # by dimension
-        np.put_along_axis(position, np.where(counted, layout, MAX_DIMS), from_major, axis=-1)
-        position = position[..., :MAX_DIMS]  # the last column took the slots not counted
-        # Within a group, each dimension is directly followed by the next one (row-major order).
-        follower = _next_in_group(groups)
-        following = np.take_along_axis(position, np.clip(follower, 0, None)[None], axis=-1)
-        bitcast &= ~((follower >= 0)[None] & (following != position + 1)).any(axis=-1)
-        # Each group's rank from the major end, by where its first dimension is.
-        first = _first_of_group(groups)
-        start = np.take_along_axis(position, np.clip(first, 0, None)[None], axis=-1)
-        start = np.where(first[None] >= 0, start, -1)
-        ahead = (start[..., None, :] >= 0) & (start[..., None, :] < start[..., :, None])
-        group_ranks.append(np.where(start >= 0, ahead.sum(axis=-1), -1))
-    bitcast &= (group_ranks[0] == group_ranks[1]).all(axis=-1)
-    copy[:, nodes] = known & ~bitcast
+    for j in np.flatnonzero((context.reshape_groups >= 0).any(axis=(1, 2))):
+        copy[:, j] = copy_mask(chosen[:, j, 0], chosen[:, j, 1], context.reshape_groups[j],
+                               (int(context.rank[j, 0]), int(context.rank[j, 1])))
     return copy
-
-
-def _next_in_group(groups: np.ndarray) -> np.ndarray:
-    """(k, 6) the next dimension of each dimension's group, -1 for the last one (or a size-1 one)."""
-    follower = np.full(groups.shape, -1, dtype=np.int64)
-    for d in range(MAX_DIMS):
-        for e in range(MAX_DIMS - 1, d, -1):  # from the far end, so the nearest one is kept
-            follower[:, d] = np.where((groups[:, d] >= 0) & (groups[:, e] == groups[:, d]), e, follower[:, d])
-    return follower
-
-
-def _first_of_group(groups: np.ndarray) -> np.ndarray:
-    """(k, 6) the first dimension of each group id 0..5, -1 for a group the node does not have."""
-    first = np.full(groups.shape, -1, dtype=np.int64)
-    for g in range(MAX_DIMS):
-        member = groups == g
-        first[:, g] = np.where(member.any(axis=1), member.argmax(axis=1), -1)
-    return first
 
 
 def layout_geometry(node_config_feat: np.ndarray, context: LayoutContext) -> LayoutGeometry:
