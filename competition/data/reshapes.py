@@ -86,7 +86,8 @@ def is_copy(out_layout: Sequence[int], in_layout: Sequence[int], groups: np.ndar
     if int(out_layout[0]) < 0 or int(in_layout[0]) < 0:
         return False
     layouts = (out_layout, in_layout)
-    if any(sorted(int(d) for d in layouts[side][: ranks[side]]) != list(range(ranks[side])) for side in (0, 1)):
+    if not all(sorted(int(d) for d in layouts[side][: ranks[side]]) == list(range(ranks[side]))
+               for side in (0, 1)):
         return False
     orders = [group_order(layouts[side], groups[side], ranks[side]) for side in (0, 1)]
     # A side that splits or reorders a group cannot match the other side's bytes.
@@ -108,7 +109,8 @@ def copy_mask(out_layouts: np.ndarray, in_layouts: np.ndarray, groups: np.ndarra
     # Pack each row (values -1..5) into one integer, 3 bits a slot: a 1-d unique is fast on 100,000 rows.
     keys = ((np.clip(pairs, -1, 6) + 1) << (3 * np.arange(pairs.shape[1]))).sum(axis=1)
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    verdict = np.array([is_copy(pairs[k, : ranks[0]], pairs[k, ranks[0]:], groups, ranks) for k in first], dtype=bool)
+    verdict = np.array([is_copy(pairs[k, : ranks[0]], pairs[k, ranks[0]:], groups, ranks) for k in first],
+                       dtype=bool)
     return verdict[inverse.reshape(-1)]
 
 
