@@ -18,6 +18,7 @@ from real_protos import KAGGLE_TREE, LAYOUT_PROTO, TILE_PROTO, needs_kaggle_tree
 
 from competition.cli import main
 from competition.data.hlo import NODE_FEATURE_INDEX
+from competition.data.reshapes import is_copy, reshape_groups
 from competition.data.synth.hlo_encoding import OPCODE_IDS, OPCODE_NAMES
 from competition.data.synth.layout import layout_space, measure_layout_runs
 from competition.data.synth.models import build_program
@@ -26,6 +27,7 @@ from competition.data.synth.stats import (
     AT_FASTEST,
     LAYOUT_KEEPING,
     LINKED,
+    RESHAPE_COPIES,
     describe,
     layout_graph_stats,
     markdown,
@@ -143,6 +145,7 @@ def test_a_setting_costs_through_its_own_tensor_only():
 
 def test_streamed_stats_match_whole_array_references(tiny_competition):
     public = tiny_competition / "public"
+    reshape_totals = np.zeros(2, dtype=np.int64)
     for path in sorted((public / "npz_all/npz/layout/xla/random/train").glob("*.npz")):
         fast = layout_graph_stats(path, chunk_bytes=512)  # many small chunks
         with np.load(path) as npz:
@@ -189,12 +192,30 @@ def test_streamed_stats_match_whole_array_references(tiny_competition):
                     linked += 1
                     break
         assert fast["linked configurable"] == linked
+        # Reshape copies, one (config, reshape) at a time through the scalar rule.
+        copies = known = 0
+        for j in np.flatnonzero(ops[npz_ids] == OPCODE_IDS["reshape"]):
+            node = int(npz_ids[j])
+            if len(set(producers.get(node, []))) != 1:
+                continue
+            source = producers[node][0]
+            out_dims, in_dims = shapes[node][shapes[node] > 0], shapes[source][shapes[source] > 0]
+            groups = reshape_groups(out_dims, in_dims)
+            if groups is None or not len(out_dims) or not len(in_dims):
+                continue
+            for row in feat[:, j]:
+                if row[0] >= 0 and row[6] >= 0:
+                    known += 1
+                    copies += is_copy(row[:6], row[6:12], groups, (len(out_dims), len(in_dims)))
+        assert (fast["reshape copies"], fast["reshape settings"]) == (copies, known)
+        reshape_totals += np.array([copies, known])
         spread = []
         for row in np.unique(flat, axis=0):
             same = runtime[(flat == row).all(axis=1)]
             if len(same) > 1:
                 spread.append(same.max() / same.min() - 1)
         assert sorted(fast["duplicate spread"]) == pytest.approx(sorted(spread))
+    assert 0 < reshape_totals[0] < reshape_totals[1]  # both kinds of reshape setting were checked
     assert describe(public, tiny_competition / "private", chunk_bytes=256) == describe(
         public, tiny_competition / "private")
 
@@ -238,6 +259,7 @@ def test_stats_of_the_featurized_real_protos(tmp_path):
     assert layout["conv/dot tensors whose settings only reorder the same dimensions"] == 1.0
     assert layout[AT_FASTEST]["median"] == pytest.approx(91 / 112, abs=1e-3)  # runtimes on discrete levels
     assert layout[LINKED]["median"] == pytest.approx(6 / 62, abs=1e-3)
+    assert layout[RESHAPE_COPIES] == 0.0  # its 9 reshapes: every setting a bitcast
     assert tile["graphs"] == 15
     assert tile["kernels with best normalised runtime > 1"] == 0
     assert tile["default is the fastest"] == pytest.approx(11 / 15, abs=1e-3)
@@ -257,6 +279,10 @@ def test_stats_of_the_real_kaggle_tree():
     # Real programs link configurable nodes sparsely: 10-21 % read another's output (small: ~43 %).
     for name in ("layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"):
         assert 0.05 < stats[name][LINKED]["max"] <= 0.25, stats[name][LINKED]
+    # Every reshape setting of every real graph at hand keeps the reshape a bitcast (`small`: 25-78 %
+    # copies; docs/synthetic-data.md, "Reshapes that copy").
+    for name in ("layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"):
+        assert stats[name][RESHAPE_COPIES] == 0.0
 
 
 def test_stats_cli_prints_markdown_and_json(tiny_competition, capsys):

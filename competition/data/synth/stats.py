@@ -40,6 +40,7 @@ import numpy as np
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, SPLITS, Collection
 from competition.data.hlo import NODE_FEATURE_INDEX
 from competition.data.npz import load_npz_member, read_exactly, read_npy_header
+from competition.data.reshapes import copy_mask, reshape_groups
 from competition.data.synth.hlo_encoding import OPCODE_NAMES
 from competition.data.tree import split_dir
 from competition.errors import DataFormatError
@@ -51,6 +52,7 @@ DEFAULT_BEST_TOLERANCE = 0.99
 FASTEST_TOLERANCE = 1e-4
 AT_FASTEST = f"configs within {100 * FASTEST_TOLERANCE:g} % of the fastest"
 LINKED = "configurable nodes reading another's output (directly or through elementwise ops)"
+RESHAPE_COPIES = "reshape settings that copy (not a bitcast), of those setting both sides"
 #: Elementwise ops a tensor's layout passes through unchanged (XLA's layout assignment propagates it):
 #: a configurable node reached back through them reads a tensor another configurable node laid out.
 LAYOUT_KEEPING = frozenset({
@@ -185,6 +187,25 @@ def linked_configurable(names: Sequence[str], edges: np.ndarray, config_ids: np.
     return sum(any(reaches(int(p)) for p in producers[starts[j]:starts[j + 1]]) for j in config_ids)
 
 
+def reshape_group_table(names: Sequence[str], edges: np.ndarray, config_ids: np.ndarray,
+                        shapes: np.ndarray) -> dict[int, tuple[np.ndarray, tuple[int, int]]]:
+    """Per configurable reshape (by its index among the configurable nodes) with one operand of the same
+    element count: its groups of dimensions (``competition.data.reshapes``) and the ranks of its two
+    sides. ``edges``: ``(m, 2)`` rows ``[consumer, producer]``; ``shapes``: ``(n, 6)``, 0-padded."""
+    n = len(names)
+    edges = edges[(edges >= 0).all(axis=1) & (edges < n).all(axis=1)]
+    table = {}
+    for j, node in enumerate(int(i) for i in config_ids):
+        producers = np.unique(edges[edges[:, 0] == node, 1])
+        if names[node] != "reshape" or len(producers) != 1:
+            continue
+        out_dims, in_dims = shapes[node][shapes[node] > 0], shapes[producers[0]][shapes[producers[0]] > 0]
+        groups = reshape_groups(out_dims, in_dims)
+        if groups is not None and len(out_dims) and len(in_dims):
+            table[j] = (groups, (len(out_dims), len(in_dims)))
+    return table
+
+
 def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
                        chunk_bytes: int = CHUNK_BYTES) -> dict:
     """Statistics of one layout npz, reading its configs in chunks.
@@ -211,6 +232,10 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         dims_low = np.full((nc, 3), np.iinfo(np.uint64).max, dtype=np.uint64)
         dims_high = np.zeros((nc, 3), dtype=np.uint64)
         minus_one = values = 0
+        names = [OPCODE_NAMES.get(int(o), "unknown") for o in ops]
+        edges = small["edge_index"].astype(np.int64).reshape(-1, 2)
+        reshapes = reshape_group_table(names, edges, ids, small["node_feat"][:, _SHAPE].astype(np.int64))
+        reshape_copies = reshape_known = 0
         start = 0
         for chunk in _config_chunks(archive, path, chunk_bytes):
             k = len(chunk)
@@ -230,15 +255,17 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
                 dims_high = np.maximum(dims_high, np.where(is_set, dims, dims_high).max(axis=0))
             slots = np.maximum(slots, set_slots.max(axis=0)) if k else slots
             unset += (set_slots == 0).sum(axis=(0, 1))
+            for j, (groups, ranks) in reshapes.items():
+                sides = tensors[:, j, :2].astype(np.int64)
+                reshape_known += int(((sides[:, 0, 0] >= 0) & (sides[:, 1, 0] >= 0)).sum())
+                reshape_copies += int(copy_mask(sides[:, 0], sides[:, 1], groups, ranks).sum())
             minus_one += int((chunk == -1).sum())
             values += chunk.size
             start += k
     if start != len(runtime):
         raise DataFormatError(path,
                               f"node_config_feat has {start} configs but there are {len(runtime)} runtimes")
-    names = [OPCODE_NAMES.get(int(o), "unknown") for o in ops]
     kinds = [names[i] for i in ids]
-    edges = small["edge_index"].astype(np.int64).reshape(-1, 2)
     consumers = (np.bincount(np.unique(edges, axis=0)[:, 1], minlength=n) if len(edges)
                  else np.zeros(n, np.int64))
     mxu = np.array([k in ("convolution", "dot") for k in kinds], dtype=bool)
@@ -262,6 +289,8 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         "mxu tensors reordered only": int(((slots > 0) & (dims_low == dims_high))[mxu].sum()),
         "unset tensors": (unset / max(start * nc, 1)).tolist(),
         "minus one": minus_one / values if values else 1.0,
+        "reshape copies": reshape_copies,
+        "reshape settings": reshape_known,
         "labelled": labelled,
         "distinct configs": len(np.unique(config_hash)),
     }
@@ -316,6 +345,8 @@ def _describe_layout(files: list[tuple[str, Path]], labels, chunk_bytes: int) ->
         if graphs else None,
         "nodes with exactly one consumer": _q([g["one consumer"] for g in graphs]),
         LINKED: _q([g["linked configurable"] / g["configurable"] for g in graphs if g["configurable"]]),
+        RESHAPE_COPIES: _share(sum(g["reshape copies"] for g in graphs),
+                               sum(g["reshape settings"] for g in graphs)),
         "duplicate runtime spread": _q(spread, 6),
         "duplicate groups with identical runtimes": _share(
             sum(g["exact duplicate groups"] for g in labelled), groups),
