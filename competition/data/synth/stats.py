@@ -16,7 +16,8 @@ many configurable nodes have a column of their own (``distinct node columns / co
 nodes whose ``(configs x 18)`` columns are identical count once, i.e. layout groups with tied
 settings), how many layout slots conv/dot tensors set and whether their settings only reorder the same
 dimensions, configs tied with the fastest, how many configurable nodes read a tensor another
-configurable node laid out (directly or through elementwise ops), tensors that no config sets, share of
+configurable node laid out (directly or through elementwise ops), reshape settings that copy rather
+than bitcast (``competition.data.reshapes``), tensors that no config sets, share of
 -1, nodes with exactly one consumer, runtime spread among duplicate configs, the opcode profile.
 Per tile collection: runtime spread, whether the default (the normaliser) is the fastest, the best
 normalised runtime per kernel (``min(runtime / normaliser)``), normaliser drift.
