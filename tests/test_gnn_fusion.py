@@ -19,6 +19,7 @@ from solutions.gnn.ranker import BEFORE_VERSION_4
 from solutions.gnn.settings import GNNConfig
 from solutions.gnn.train import predict_layout
 from solutions.method import FitOptions, SplitSource
+from solutions.settings import SettingError
 
 CPU = torch.device("cpu")
 
@@ -212,6 +213,22 @@ def test_every_collection_starts_from_the_hinge_and_a_param_wins():
     assert GNNConfig.for_collection("tile:xla").loss == "hinge"
     assert GNNConfig.for_collection("tile:xla", loss="listmle").loss == "listmle"
     assert GNNConfig.for_collection("layout:nlp:default").loss == "hinge"
+
+
+def test_only_the_xla_default_search_starts_from_the_heuristic_and_a_param_wins():
+    """Chosen by the real check (docs/gnn.md, "Starting from the heuristic")."""
+    assert GNNConfig.for_collection("layout:xla:default").heuristic_prior == 3.0
+    for name in ("tile:xla", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"):
+        assert GNNConfig.for_collection(name).heuristic_prior == 0.0
+    assert GNNConfig.for_collection("layout:xla:default", heuristic_prior=0).heuristic_prior == 0.0
+    # A setting that contradicts the collection's default is refused with where the default came from.
+    with pytest.raises(SettingError, match=r"layout:xla:default starts from heuristic_prior=3\.0"):
+        GNNConfig.for_collection("layout:xla:default", engineered_features=False)
+    assert not GNNConfig.for_collection("layout:xla:default", engineered_features=False,
+                                        heuristic_prior=0).engineered_features
+    with pytest.raises(SettingError, match="add engineered_features=true") as refused:
+        GNNConfig.for_collection("layout:xla:random", engineered_features=False, heuristic_prior=1)
+    assert "starts from" not in str(refused.value)  # the person's own value: nothing to explain
 
 
 def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tmp_path, monkeypatch):
