@@ -215,13 +215,17 @@ def test_every_collection_starts_from_the_hinge_and_a_param_wins():
     assert GNNConfig.for_collection("layout:nlp:default").loss == "hinge"
 
 
-def test_only_the_xla_default_search_starts_from_the_heuristic_and_a_param_wins():
-    """Chosen by the real check (docs/gnn.md, "Starting from the heuristic")."""
-    assert GNNConfig.for_collection("layout:xla:default").heuristic_prior == 3.0
-    for name in ("tile:xla", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"):
+def test_no_collection_starts_from_the_heuristic_and_a_refused_default_says_where_it_came_from(monkeypatch):
+    """heuristic_prior stays off everywhere (docs/gnn.md, "Starting from the heuristic"); a value a
+    collection's defaults gave and another setting contradicts is refused naming that collection."""
+    from solutions.gnn import settings as settings_module
+
+    for name in ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default",
+                 "layout:nlp:random"):
         assert GNNConfig.for_collection(name).heuristic_prior == 0.0
+    monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, "layout:xla:default", {"heuristic_prior": 3.0})
+    assert GNNConfig.for_collection("layout:xla:default").heuristic_prior == 3.0
     assert GNNConfig.for_collection("layout:xla:default", heuristic_prior=0).heuristic_prior == 0.0
-    # A setting that contradicts the collection's default is refused with where the default came from.
     with pytest.raises(SettingError, match=r"layout:xla:default starts from heuristic_prior=3\.0"):
         GNNConfig.for_collection("layout:xla:default", engineered_features=False)
     assert not GNNConfig.for_collection("layout:xla:default", engineered_features=False,
