@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from competition.data.reshapes import bitcast_layouts
 from solutions.features.layout_geometry import LayoutContext, reshape_copies, reshape_groups
 from solutions.features.shapes import CONFIGURABLE_KINDS, MAX_DIMS
 
@@ -107,16 +106,3 @@ def test_unset_and_malformed_layouts_are_not_charged():
     assert not is_copy([32, 4], [-1, -1], [128], [0])  # the compiler's choice
     assert not is_copy([32, 4], [0, 0], [128], [0])  # not a permutation: nothing known
 
-
-@settings(max_examples=200, deadline=None)
-@given(reshapes(), st.randoms(use_true_random=False))
-def test_bitcast_layouts_keep_the_bytes_in_place(case, rng):
-    """What the embedded generator draws for a reshape (``bitcast_layouts``, any order of the groups)
-    is a bitcast by the slow reference."""
-    in_dims, _, out_dims, _ = case
-    groups = reshape_groups(np.array(out_dims, float), np.array(in_dims, float))
-    order = list(range(int(groups.max()) + 1))
-    rng.shuffle(order)
-    out_layout, in_layout = bitcast_layouts(groups, order, (len(out_dims), len(in_dims)))
-    assert bytes_in_order(in_dims, in_layout.tolist(), out_dims, out_layout.tolist())
-    assert not is_copy(in_dims, in_layout.tolist(), out_dims, out_layout.tolist())

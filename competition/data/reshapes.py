@@ -5,16 +5,16 @@ consecutive dimensions with equal products (a run of input dimensions merged, sp
 the matching run of output dimensions). A reshape is a bitcast exactly when both sides store the same
 groups in the same order from major to minor, each group's dimensions next to each other and in their
 logical order; size-1 dimensions are ignored, as the (8, 128) tiles ignore them. That is a fact of the
-format, not of a chip: in every labelled real layout graph at hand, every setting of a reshape is a
-bitcast (docs/synthetic-data.md, "Version 6"), so the embedded generator draws only such settings and
-the heuristic charges only the others. One implementation, read by both.
+format, not of a chip. Every reshape setting of the real layout graphs at hand is a bitcast; the
+heuristic charges only the others (layout rule 2) and ``tpugraphs stats`` counts them ("reshape settings
+that copy"). One implementation, read by both. A generator that drew only bitcasts was measured and
+dropped (docs/synthetic-data.md, "Reshapes that copy").
 
 >>> groups = reshape_groups([16384, 512], [32, 512, 512])
 >>> groups.tolist()
 [[0, 1, -1, -1, -1, -1], [0, 0, 1, -1, -1, -1]]
->>> out, inp = bitcast_layouts(groups, (1, 0), (2, 3))  # group 1 major, group 0 minor
->>> out.tolist(), inp.tolist()
-([0, 1], [1, 0, 2])
+>>> group_order([0, 1], groups[0], 2), group_order([1, 0, 2], groups[1], 3)  # group 1 major on both sides
+((1, 0), (1, 0))
 >>> copy_mask(np.array([[0, 1], [1, 0]]), np.array([[1, 0, 2], [1, 0, 2]]), groups, (2, 3)).tolist()
 [False, True]
 """
@@ -113,17 +113,3 @@ def copy_mask(out_layouts: np.ndarray, in_layouts: np.ndarray, groups: np.ndarra
                        dtype=bool)
     return verdict[inverse.reshape(-1)]
 
-
-def bitcast_layouts(groups: np.ndarray, order: Sequence[int], ranks: tuple[int, int]
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``minor_to_major`` layouts of the output and the input that store the groups in ``order``
-    (major to minor) and keep the reshape a bitcast; size-1 dimensions go to the major end, as in the
-    real graphs' settings."""
-    layouts = []
-    for side in (0, 1):
-        side_groups = groups[side, : ranks[side]]
-        major_to_minor = [d for d in range(ranks[side]) if side_groups[d] < 0]
-        for group in order:
-            major_to_minor += [d for d in range(ranks[side]) if side_groups[d] == group]
-        layouts.append(np.array(major_to_minor[::-1], dtype=np.int64))
-    return layouts[0], layouts[1]
