@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from competition.data.reshapes import copy_mask
+from competition.data.reshapes import is_copy as scalar_is_copy
 from solutions.features.layout_geometry import LayoutContext, reshape_copies, reshape_groups
 from solutions.features.shapes import CONFIGURABLE_KINDS, MAX_DIMS
 
@@ -105,4 +107,18 @@ def test_fast_path_matches_the_reference(case):
 def test_unset_and_malformed_layouts_are_not_charged():
     assert not is_copy([32, 4], [-1, -1], [128], [0])  # the compiler's choice
     assert not is_copy([32, 4], [0, 0], [128], [0])  # not a permutation: nothing known
+
+
+def test_copy_mask_checks_each_distinct_setting_with_the_scalar_rule():
+    """Many configs, few settings: each row gets the verdict ``is_copy`` gives it alone, garbage values
+    (outside -1..5) included, which make no permutation and are never charged."""
+    groups = reshape_groups([16384, 512], [32, 512, 512])
+    settings_ = [([0, 1], [1, 0, 2]), ([1, 0], [1, 0, 2]), ([1, 0], [2, 1, 0]), ([0, 1], [2, 1, 0]),
+                 ([-1, -1], [1, 0, 2]), ([7, 0], [2, 1, 0]), ([1, 0], [2, 1, 9])]
+    pick = np.random.default_rng(0).integers(len(settings_), size=200)
+    out = np.array([settings_[k][0] for k in pick])
+    inp = np.array([settings_[k][1] for k in pick])
+    expected = [scalar_is_copy(o, i, groups, (2, 3)) for o, i in settings_]
+    assert expected == [False, True, False, True, False, False, False]
+    assert copy_mask(out, inp, groups, (2, 3)).tolist() == [expected[k] for k in pick]
 

@@ -25,7 +25,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-MAX_DIMS = 6  # layout slots per tensor in the released format
+from competition.data.compact import (
+    LAYOUT_ROW_DIM,
+    LAYOUT_SLOTS,
+    LAYOUT_VALUE_MAX,
+    LAYOUT_VALUE_MIN,
+    layout_row_codes,
+)
 
 
 def reshape_groups(out_dims: Sequence[float], in_dims: Sequence[float]) -> np.ndarray | None:
@@ -37,7 +43,7 @@ def reshape_groups(out_dims: Sequence[float], in_dims: Sequence[float]) -> np.nd
     sides = [[(k, int(size)) for k, size in enumerate(dims) if size != 1] for dims in (out_dims, in_dims)]
     if any(size <= 0 for side in sides for _, size in side):
         return None
-    groups = np.full((2, MAX_DIMS), -1, dtype=np.int64)
+    groups = np.full((2, LAYOUT_SLOTS), -1, dtype=np.int64)
     at, products, group = [0, 0], [1, 1], 0
     while at[0] < len(sides[0]) or at[1] < len(sides[1]):
         # Take a dimension from the side with the smaller product until both products are equal.
@@ -103,13 +109,17 @@ def copy_mask(out_layouts: np.ndarray, in_layouts: np.ndarray, groups: np.ndarra
     out_layouts = np.asarray(out_layouts, dtype=np.int64)
     in_layouts = np.asarray(in_layouts, dtype=np.int64)
     ranks = (int(ranks[0]), int(ranks[1]))
-    pairs = np.concatenate([out_layouts[:, : ranks[0]], in_layouts[:, : ranks[1]]], axis=1)
-    if pairs.shape[0] == 0 or not (ranks[0] and ranks[1]):
-        return np.zeros(pairs.shape[0], dtype=bool)
-    # Pack each row (values -1..5) into one integer, 3 bits a slot: a 1-d unique is fast on 100,000 rows.
-    keys = ((np.clip(pairs, -1, 6) + 1) << (3 * np.arange(pairs.shape[1]))).sum(axis=1)
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    verdict = np.array([is_copy(pairs[k, : ranks[0]], pairs[k, ranks[0]:], groups, ranks) for k in first],
-                       dtype=bool)
+    if out_layouts.shape[0] == 0 or not (ranks[0] and ranks[1]):
+        return np.zeros(out_layouts.shape[0], dtype=bool)
+    # One packed code per (output, input) pair (compact's row codes, the kernel vector unset): a 1-d
+    # unique is fast on 100,000 rows. A value outside -1..5 makes a layout no permutation, which is never
+    # charged, as an unset slot makes it: both share a code without changing a verdict.
+    rows = np.full((out_layouts.shape[0], LAYOUT_ROW_DIM), LAYOUT_VALUE_MIN, dtype=np.int64)
+    rows[:, : ranks[0]] = out_layouts[:, : ranks[0]]
+    rows[:, LAYOUT_SLOTS: LAYOUT_SLOTS + ranks[1]] = in_layouts[:, : ranks[1]]
+    rows[(rows < LAYOUT_VALUE_MIN) | (rows > LAYOUT_VALUE_MAX)] = LAYOUT_VALUE_MIN
+    _, first, inverse = np.unique(layout_row_codes(rows), return_index=True, return_inverse=True)
+    verdict = np.array([is_copy(out_layouts[k, : ranks[0]], in_layouts[k, : ranks[1]], groups, ranks)
+                        for k in first], dtype=bool)
     return verdict[inverse.reshape(-1)]
 
