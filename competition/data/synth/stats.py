@@ -159,16 +159,21 @@ def _duplicate_groups(config_hash: np.ndarray, runtime: np.ndarray) -> tuple[lis
     return spread.tolist(), int((spread == 0).sum())
 
 
+def _producer_index(edges: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The producers of node ``i`` are ``producers[starts[i]:starts[i + 1]]``; ``edges``: ``(m, 2)`` rows
+    ``[consumer, producer]``, those naming a node outside ``0..n-1`` left out."""
+    edges = edges[(edges >= 0).all(axis=1) & (edges < n).all(axis=1)]
+    order = np.argsort(edges[:, 0], kind="stable")
+    return edges[order, 1], np.searchsorted(edges[order, 0], np.arange(n + 1))
+
+
 def linked_configurable(names: Sequence[str], edges: np.ndarray, config_ids: np.ndarray,
                         shapes: np.ndarray) -> int:
     """How many configurable nodes read a tensor that another configurable node produced, directly or
     back through a chain of ``LAYOUT_KEEPING`` ops (each followed through its first operand of the same
     shape). ``edges``: ``(m, 2)`` rows ``[consumer, producer]``; ``shapes``: ``(n, 6)``."""
     n = len(names)
-    edges = edges[(edges >= 0).all(axis=1) & (edges < n).all(axis=1)]
-    order = np.argsort(edges[:, 0], kind="stable")
-    producers = edges[order, 1]
-    starts = np.searchsorted(edges[order, 0], np.arange(n + 1))
+    producers, starts = _producer_index(edges, n)
     configurable = np.zeros(n, dtype=bool)
     configurable[config_ids] = True
     keeps = np.array([name in LAYOUT_KEEPING for name in names], dtype=bool)
@@ -193,14 +198,13 @@ def reshape_group_table(names: Sequence[str], edges: np.ndarray, config_ids: np.
     """Per configurable reshape (by its index among the configurable nodes) with one operand of the same
     element count: its groups of dimensions (``competition.data.reshapes``) and the ranks of its two
     sides. ``edges``: ``(m, 2)`` rows ``[consumer, producer]``; ``shapes``: ``(n, 6)``, 0-padded."""
-    n = len(names)
-    edges = edges[(edges >= 0).all(axis=1) & (edges < n).all(axis=1)]
+    producers, starts = _producer_index(edges, len(names))
     table = {}
     for j, node in enumerate(int(i) for i in config_ids):
-        producers = np.unique(edges[edges[:, 0] == node, 1])
-        if names[node] != "reshape" or len(producers) != 1:
+        operands = np.unique(producers[starts[node]:starts[node + 1]])
+        if names[node] != "reshape" or len(operands) != 1:
             continue
-        out_dims, in_dims = shapes[node][shapes[node] > 0], shapes[producers[0]][shapes[producers[0]] > 0]
+        out_dims, in_dims = shapes[node][shapes[node] > 0], shapes[operands[0]][shapes[operands[0]] > 0]
         groups = reshape_groups(out_dims, in_dims)
         if groups is not None and len(out_dims) and len(in_dims):
             table[j] = (groups, (len(out_dims), len(in_dims)))
