@@ -21,11 +21,13 @@ the other):
 - ``R2``: the share of the ranked half's log-runtime variance the per-tensor fit explains (out of
   sample), the best of ridge strengths 1e-3, 0.1 and 1: near 1 means additive;
 - ``at fastest``: configs within 0.01 % of the fastest runtime (``tpugraphs stats``'s figure): ties;
-- ``heuristic`` and ``rule 1``: the tau of the kit's heuristic on the whole graph (no fitting; its
-  layout rule 2: the padded outputs of convolutions and dots, and reshapes that are copies) and of
-  its former rule 1 (the padded size of every configured tensor, x3 for a tensor whose layout
-  disagrees with what its neighbour provides or expects): whether charging a disagreement between
-  neighbours helps rank the graph (docs/synthetic-data.md, "Version 5"; ``solutions.heuristics``).
+- ``heuristic``, ``rule 2`` and ``rule 1``: the tau of the kit's heuristic on the whole graph (no
+  fitting; its layout rule 3: a roofline of each convolution's and dot's matrix work, inflated by its
+  output's padding, against its bytes, and reshapes that are copies), of its former rule 2 (the padded
+  output elements alone, and the copies) and of rule 1 (the padded size of every configured tensor,
+  x3 for a tensor whose layout disagrees with what its neighbour provides or expects): whether
+  weighing padding by the work behind it, and charging a disagreement between neighbours, help rank
+  the graph (docs/synthetic-data.md, "Version 5"; ``solutions.heuristics``).
 
 Graphs with fewer than 40 configs (``--min-configs``), or without two distinct settings, are left out:
 too few to split.
@@ -133,20 +135,23 @@ def additive_r2(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float] =
     return _cross_fitted(x, runtime, strengths, lambda predicted, y, ranked: _r2(predicted, y))
 
 
-def rule_taus(graph: LayoutGraph) -> tuple[float, float]:
-    """The tau of the kit's heuristic on ``graph`` (``LayoutGeometry.cost``, as ``tpugraphs solve --method
-    heuristic`` ranks), and of its former rule 1: every configured tensor's padded size, x3 for a tensor
-    whose layout disagrees with its neighbour's. One pass over the configs gives both."""
+def rule_taus(graph: LayoutGraph) -> tuple[float, float, float]:
+    """The tau of the kit's heuristic on ``graph`` (``LayoutGeometry.cost``, rule 3, as ``tpugraphs
+    solve --method heuristic`` ranks), of its former rule 2 (padded conv/dot output elements, the same
+    copies) and of rule 1 (every configured tensor's padded size, x3 for a tensor whose layout
+    disagrees with its neighbour's). One pass over the configs gives all three."""
     context = layout_context(graph)
     feat = graph.node_config_feat
-    current, former = [], []
+    current, second, first = [], [], []
     for part in config_chunks(*feat.shape[:2]):
         geometry = layout_geometry(feat[part], context)
         current.append(geometry.cost())
-        charged = geometry.padded_elements * (1.0 + 2.0 * geometry.mismatch)
-        former.append((charged * geometry.active).sum(axis=(1, 2)))
+        padded = geometry.padded_elements * geometry.active
+        copied = (padded[:, :, 0] + padded[:, :, 1]) * geometry.reshape_copy
+        second.append(np.where(geometry.reshape[None], copied, padded[:, :, 0]).sum(axis=1))
+        first.append((padded * (1.0 + 2.0 * geometry.mismatch)).sum(axis=(1, 2)))
     runtime = graph.config_runtime.astype(np.float64)
-    return _tau(np.concatenate(current), runtime), _tau(np.concatenate(former), runtime)
+    return tuple(_tau(np.concatenate(rule), runtime) for rule in (current, second, first))
 
 
 @dataclass
@@ -160,6 +165,7 @@ class Additivity:
     r2: float
     at_fastest: float
     heuristic: float | None = None
+    rule_2: float | None = None
     rule_1: float | None = None
 
 
@@ -174,13 +180,13 @@ def measure(name: str, settings: np.ndarray, runtime: np.ndarray, *, min_configs
     by_node, by_tensor = one_hot_design(settings, "node"), one_hot_design(settings, "tensor")
     if by_node is None or by_tensor is None:
         return None
-    heuristic, rule_1 = rule_taus(graph) if graph is not None else (None, None)
+    heuristic, rule_2, rule_1 = rule_taus(graph) if graph is not None else (None, None, None)
     return Additivity(
         graph=name, configs=len(runtime),
         tau_node=ridge_tau(by_node, runtime), tau_tensor=ridge_tau(by_tensor, runtime),
         r2=additive_r2(by_tensor, runtime),
         at_fastest=float(np.mean(runtime <= runtime.min() * (1 + FASTEST_TOLERANCE))),
-        heuristic=heuristic, rule_1=rule_1,
+        heuristic=heuristic, rule_2=rule_2, rule_1=rule_1,
     )
 
 
@@ -218,8 +224,8 @@ def embedded_rows(public: Path, label: str, *, min_configs: int = MIN_CONFIGS) -
     return out
 
 
-FIGURES = ("tau_node", "tau_tensor", "r2", "at_fastest", "heuristic", "rule_1")
-COLUMNS = ("tau node", "tau tensor", "R2", "at fastest", "heuristic", "rule 1")
+FIGURES = ("tau_node", "tau_tensor", "r2", "at_fastest", "heuristic", "rule_2", "rule_1")
+COLUMNS = ("tau node", "tau tensor", "R2", "at fastest", "heuristic", "rule 2", "rule 1")
 
 
 def _header(first: str, second: str) -> list[str]:
@@ -234,7 +240,8 @@ def real_table(rows: Sequence[Additivity]) -> str:
     lines = _header("graph", "configs")
     for r in rows:
         lines.append(f"| {r.graph} | {r.configs:,} | {r.tau_node:.3f} | {r.tau_tensor:.3f} | {r.r2:.3f} | "
-                     f"{r.at_fastest:.3f} | {_signed(r.heuristic)} | {_signed(r.rule_1)} |")
+                     f"{r.at_fastest:.3f} | {_signed(r.heuristic)} | {_signed(r.rule_2)} | "
+                     f"{_signed(r.rule_1)} |")
     return "\n".join(lines)
 
 

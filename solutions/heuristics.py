@@ -1,7 +1,7 @@
-"""A non-learned rule of thumb: estimate the memory traffic a config causes, in TPU terms.
+"""A non-learned rule of thumb: estimate what a config costs, in TPU terms.
 
 Nothing here looks at a runtime: ``fit`` learns nothing, and the rule is the same for every graph.
-It predicts a cost in "elements touched" (lower = faster) from what TPUs do with arrays:
+It predicts a cost (lower = faster) from what TPUs do with arrays:
 
 1. **Arrays are stored in (8, 128) tiles.** The minor-most dimension of an array (the first entry of
    its ``minor_to_major`` layout) is padded to a multiple of 128 lanes and the second-minor to a
@@ -11,6 +11,9 @@ It predicts a cost in "elements touched" (lower = faster) from what TPUs do with
    pipeline bubbles), and a tile whose working set overflows on-chip memory (VMEM) spills.
 3. **A reshape moves no bytes when it is a bitcast**: when both of its layouts keep the elements in
    the same order in memory. Otherwise it is a copy.
+4. **The matrix unit computes padded tiles too.** A convolution or dot whose output is padded by a
+   quarter does a quarter more work, so the same padding costs in proportion to the work behind it;
+   a node is bound by its work or by its bytes, whichever takes longer (a roofline).
 
 The rules (the numbers are priors, not fitted):
 
@@ -18,18 +21,23 @@ The rules (the numbers are priors, not fitted):
   last tiles and the (8, 128) padding of the tile included + 65,536 element-operations per grid step)
   x max(1, working-set bytes / 16 MiB). Large tiles that divide the output shape win; tiles so large
   that they do not fit on chip lose.
-- **layout** (``solutions.features.layout_geometry``, rule 2): cost = sum over the configurable
-  convolutions and dots of their output's padded size in the chosen layout (they read their operands
-  as they arrive, so operand settings change nothing), plus, for every reshape whose two layouts do
-  not make it a bitcast, its input's and output's padded sizes (a copy reads one and writes the
-  other). An unset (-1) vector leaves the choice to the compiler, assumed to pick what the neighbour
-  expects (else the default descending layout) and a bitcast.
+- **layout** (``solutions.features.layout_geometry``, rule 3): cost = sum over the configurable
+  convolutions and dots of a roofline: the longer of their matrix work (multiply-adds, estimated from
+  the output's and the two operands' sizes) times the padding of the output tiles they compute in the
+  chosen layout, and their memory traffic (padded output written, operands read as they arrive, so
+  operand settings change nothing) at TPU v3's 137 multiply-adds per element moved; plus, for every
+  reshape whose two layouts do not make it a bitcast, a copy of its padded input and output. An unset
+  (-1) vector leaves the choice to the compiler, assumed to pick what the neighbour expects (else the
+  default descending layout) and a bitcast.
 
 Rule 1 (before 2026-11) also charged x3 for every tensor whose layout disagreed with its neighbour's
 (a relayout copy). On every labelled real layout graph at hand that charge made the ranking worse
 (Kendall tau -0.27 / +0.04 / +0.17 / -0.12 against -0.00 / +0.25 / +0.56 / +0.23 without it), and the
 embedded competition has had no such cost since generator version 5; the real graphs' reshapes are
-all bitcasts, so rule 2 ranks them as padding alone does. Figures: BENCHMARKS.md, "The heuristic".
+all bitcasts. Rule 2 charged each output's padded elements, whatever the work behind them: a padded
+weight gradient behind 96^3 activations then cost what one behind 48^3 did, where the real runtimes
+charge it by its work (rule 3 ranks the same graphs at +0.03 / +0.27 / +0.72 / +0.26). Figures:
+BENCHMARKS.md, "The heuristic".
 """
 
 from __future__ import annotations
@@ -47,7 +55,8 @@ from solutions.features.tile import tile_geometry
 from solutions.method import FitOptions, SplitSource
 
 HEURISTIC_FILE = "heuristic.json"
-RULE_VERSION = 2  # 1: also charged x3 for a layout that disagreed with its neighbour's
+# 1: also charged x3 for a layout that disagreed with its neighbour's; 2: padded elements, no roofline
+RULE_VERSION = 3
 
 
 def tile_cost(graph: TileGraph) -> np.ndarray:
@@ -56,7 +65,7 @@ def tile_cost(graph: TileGraph) -> np.ndarray:
 
 
 def layout_cost(graph: Graph) -> np.ndarray:
-    """(c,) estimated elements touched by each layout config, lower = faster."""
+    """(c,) estimated cost of each layout config (multiply-add times, rule 3), lower = faster."""
     context = layout_context(graph)
     feat = graph.node_config_feat
     parts = [layout_geometry(feat[part], context).cost() for part in config_chunks(*feat.shape[:2])]

@@ -12,6 +12,7 @@ from competition.collections import COLLECTION_BY_NAME, COLLECTIONS
 from competition.data.graphs import LayoutGraph, TileGraph, iter_split
 from competition.data.hlo import OPCODE_IDS
 from solutions.baselines import RandomMethod, graph_fingerprint, random_rows, sample_rows
+from solutions.features.layout_geometry import MACS_PER_ELEMENT
 from solutions.heuristics import HeuristicMethod, layout_cost, tile_cost
 from solutions.method import FitOptions, RankingMethod, SplitSource
 
@@ -40,13 +41,13 @@ def tile_graph(output_bounds: list[list[int]], shape=(256, 512)) -> TileGraph:
     )
 
 
-def layout_graph(configs: np.ndarray, out_shape: tuple[int, int] = (384, 512)) -> LayoutGraph:
-    """param (m, 3) -> dot* (m, n) <- param (3, n); dot* -> negate -> tuple, (m, n) = ``out_shape``.
+def layout_graph(configs: np.ndarray, out_shape: tuple[int, int] = (384, 512), k: int = 3) -> LayoutGraph:
+    """param (m, k) -> dot* (m, n) <- param (k, n); dot* -> negate -> tuple, (m, n) = ``out_shape``.
     ``configs``: (c, 1, 18)."""
     c = configs.shape[0]
     m, n = out_shape
     return LayoutGraph(
-        node_feat=_f32_node_features([[m, 3], [3, n], [m, n], [m, n], [m, n]]),
+        node_feat=_f32_node_features([[m, k], [k, n], [m, n], [m, n], [m, n]]),
         node_opcode=np.array([OPCODE_IDS[o] for o in ("parameter", "parameter", "dot", "negate", "tuple")],
                              np.uint8),
         edge_index=np.array([[2, 0], [2, 1], [3, 2], [4, 3]], np.int64),
@@ -144,39 +145,64 @@ def test_tile_rule_penalises_tiles_that_overflow_on_chip_memory():
     assert per_element[0] > per_element[1]
 
 
-def test_layout_rule_charges_a_dots_output_padding():
+def test_layout_rule_charges_a_memory_bound_dots_padded_output():
+    """A (100, 3) x (3, 256) dot does 76,800 multiply-adds and moves 27,000+ elements: memory-bound, so
+    it costs its padded output written plus its operands read, at the roofline's MACs per element."""
     configs = np.array([
         [_layout_row([1, 0], [1, 0], [1, 0])],  # minor 256 (no lane padding), second-minor 100 -> 104
         [_layout_row([0, 1], [1, 0], [1, 0])],  # minor 100 -> 128 lanes: 28 % more
     ])
     cost = layout_cost(layout_graph(configs, out_shape=(100, 256)))
-    np.testing.assert_allclose(cost, [104 * 256, 128 * 256])
+    operands = 100 * 3 + 3 * 256
+    np.testing.assert_allclose(cost, [MACS_PER_ELEMENT * (104 * 256 + operands),
+                                      MACS_PER_ELEMENT * (128 * 256 + operands)])
+
+
+def test_layout_rule_charges_a_compute_bound_dots_work_times_its_output_padding():
+    """A (1000, 1024) x (1024, 1024) dot: 2^30 x 1000/1024 multiply-adds against ~3 million elements moved,
+    so compute-bound; an output tile padded by 2.4 % makes the matrix unit do 2.4 % more work."""
+    configs = np.array([
+        [_layout_row([1, 0], [1, 0], [1, 0])],  # minor 1024, second-minor 1000 (a multiple of 8): no padding
+        [_layout_row([0, 1], [1, 0], [1, 0])],  # minor 1000 -> 1024 lanes
+    ])
+    cost = layout_cost(layout_graph(configs, out_shape=(1000, 1024), k=1024))
+    work = 1000 * 1024 * 1024
+    np.testing.assert_allclose(cost, [work, work * 1024 / 1000])
+
+
+def test_layout_rule_weighs_padding_by_the_work_behind_it():
+    """Rule 3's point (BENCHMARKS.md, "The heuristic"): the same padded output costs more behind more
+    matrix work. Rule 2 charged padded elements alone, so both dots below cost it the same."""
+    rows = np.array([[_layout_row([1, 0], [1, 0], [1, 0])], [_layout_row([0, 1], [1, 0], [1, 0])]])
+    shallow = np.diff(layout_cost(layout_graph(rows, out_shape=(1000, 1024), k=256)))[0]
+    deep = np.diff(layout_cost(layout_graph(rows, out_shape=(1000, 1024), k=4096)))[0]
+    assert deep > 10 * shallow > 0
 
 
 def test_layout_rule_charges_neither_operand_settings_nor_disagreement():
-    """Rule 2: a dot reads its operands as they arrive, and a layout that differs from its neighbour's
-    costs nothing more (rule 1's x3 charge ranked every labelled real graph worse)."""
+    """A dot reads its operands as they arrive, and a layout that differs from its neighbour's costs
+    nothing more (rule 1's x3 charge ranked every labelled real graph worse)."""
     configs = np.array([
         [_layout_row([1, 0], [1, 0], [1, 0])],  # default layouts everywhere
         [_layout_row([0, 1], [1, 0], [1, 0])],  # output minor dim 384 (3 x 128): no padding, disagrees
         [_layout_row([1, 0], [0, 1], [0, 1])],  # operands disagree with their producers, minor dim 3
     ])
     cost = layout_cost(layout_graph(configs))
-    assert cost[0] == cost[1] == cost[2] == 384 * 512
+    assert cost[0] == cost[1] == cost[2] == MACS_PER_ELEMENT * (384 * 512 + 384 * 3 + 3 * 512)
 
 
 # A copy reads the input and writes the output, both padded: the (128, 128) output never pads; the
 # (32, 4, 128) input pads its second-minor 4 to 8 sublanes when 4 is second-minor (32 * 8 * 128).
-@pytest.mark.parametrize(("output", "operand", "cost"), [
+@pytest.mark.parametrize(("output", "operand", "elements"), [
     ([1, 0], [2, 1, 0], 0),  # both row-major: a bitcast
     ([0, 1], [1, 0, 2], 0),  # both transposed the same way: the same bytes in the same order
     ([-1, -1], [1, 0, 2], 0),  # output left to the compiler: assumed to be the bitcast
     ([0, 1], [2, 1, 0], 128 * 128 + 32 * 8 * 128),  # only the output transposed
     ([1, 0], [2, 0, 1], 128 * 128 + 32 * 4 * 128),  # the merged (32, 4) pair stored 4-major: reordered
 ], ids=["row-major", "transposed-alike", "unset", "output-transposed", "merged-pair-reordered"])
-def test_layout_rule_charges_a_reshape_only_when_it_copies(output, operand, cost):
+def test_layout_rule_charges_a_reshape_only_when_it_copies(output, operand, elements):
     row = [*output, -1, -1, -1, -1, *operand, -1, -1, -1, *[-1] * 6]
-    assert layout_cost(reshape_graph(np.array([[row]])))[0] == cost
+    assert layout_cost(reshape_graph(np.array([[row]])))[0] == pytest.approx(MACS_PER_ELEMENT * elements)
 
 
 def test_layout_rule_ignores_unset_vectors():
@@ -204,3 +230,38 @@ def test_heuristic_save_load(tmp_path: Path):
     (tmp_path / "heuristic.json").write_text('{"rule_version": 0}')
     with pytest.raises(ValueError, match="rule version 0"):
         HeuristicMethod.load(tmp_path)
+
+
+def _slow_rule_3(graph: LayoutGraph) -> np.ndarray:
+    """Rule 3 node by node and config by config, the work counted from the shapes and edges directly;
+    only the per-tensor padding and copy facts come from ``layout_geometry`` (tested on their own)."""
+    from solutions.features.layout_geometry import layout_context, layout_geometry
+    from solutions.features.shapes import node_shapes
+
+    context = layout_context(graph)
+    geometry = layout_geometry(graph.node_config_feat, context)
+    _, elements, _ = node_shapes(graph.node_feat)
+    cost = np.zeros(graph.num_configs)
+    for j, node in enumerate(graph.node_config_ids.tolist()):
+        opcode = int(graph.node_opcode[node])
+        operands = sorted({int(p) for consumer, p in graph.edge_index.tolist() if consumer == node})
+        mxu = opcode in (OPCODE_IDS["convolution"], OPCODE_IDS["dot"]) and operands
+        a, b = (operands * 2)[:2] if mxu else (None, None)
+        work = float(np.sqrt(elements[node] * elements[a] * elements[b])) if mxu else 0.0
+        read = float(elements[a] + elements[b]) if mxu else 0.0
+        for i in range(graph.num_configs):
+            out = geometry.padded_elements[i, j, 0] if geometry.active[i, j, 0] else 0.0
+            if opcode == OPCODE_IDS["reshape"]:
+                both = out + (geometry.padded_elements[i, j, 1] if geometry.active[i, j, 1] else 0.0)
+                cost[i] += MACS_PER_ELEMENT * both if geometry.reshape_copy[i, j] else 0.0
+            else:
+                waste = out / elements[node] if geometry.active[i, j, 0] and elements[node] > 0 else 1.0
+                cost[i] += max(work * waste, MACS_PER_ELEMENT * (out + read))
+    return cost
+
+
+@pytest.mark.parametrize("collection", [c for c in COLLECTIONS if c.task.name == "layout"],
+                         ids=lambda c: c.name)
+def test_rule_3_matches_a_slow_reference_on_the_tiny_competition(tiny_competition: Path, collection):
+    for _, graph in iter_split(tiny_competition / "public", collection, "valid"):
+        np.testing.assert_allclose(layout_cost(graph), _slow_rule_3(graph), rtol=1e-9)

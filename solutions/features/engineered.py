@@ -24,8 +24,8 @@ from solutions.features.layout import WINNER_FEATURE_NAMES, layout_feature_names
 from solutions.features.tile import tile_feature_names, tile_features
 
 FEATURE_LIMIT = 1e30  # features are clipped to +-this before the float32 cast
-FEATURE_VERSION = 2  # bump when a feature's definition changes: saved models then refuse to load
-# (2: heuristic_log_cost follows the heuristic's layout rule 2)
+FEATURE_VERSION = 3  # bump when a feature's definition changes: saved models then refuse to load
+# (2: heuristic_log_cost follows the heuristic's layout rule 2; 3: its rule 3, a roofline)
 
 
 @dataclass(frozen=True)

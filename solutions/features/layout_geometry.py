@@ -28,6 +28,12 @@ from solutions.features.shapes import (
 )
 
 RESHAPE = CONFIGURABLE_KINDS.index("reshape")
+MXU_KINDS = (CONFIGURABLE_KINDS.index("convolution"), CONFIGURABLE_KINDS.index("dot"))
+# The heuristic's roofline, in multiply-adds (MACs) per bf16 element moved to or from HBM: on TPU v3,
+# the chip the released runtimes were measured on (the TpuGraphs paper), 123 TFLOP/s of bf16 matrix
+# work against 900 GB/s of HBM per chip; 2 flops per MAC and 2 bytes per element cancel. Public
+# figures, not fitted.
+MACS_PER_ELEMENT = 123e12 / 900e9
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,12 @@ class LayoutContext:
     # -1 for a size-1 dimension or none (``reshape_groups``); all -1 for other nodes and for reshapes
     # whose two shapes do not hold the same number of elements (nothing is then known of their bytes)
     reshape_groups: np.ndarray | None = None
+    # (nc,) float64 for a convolution or dot: its multiply-adds, estimated as sqrt(output x input x
+    # kernel elements) (exact for a dot, M*N*K; a convolution's sqrt(window) times its own), and its two
+    # operands' elements; 0 for other nodes and where an operand is not found. The heuristic's roofline
+    # reads them (``LayoutGeometry.cost``).
+    mxu_work: np.ndarray | None = None
+    operand_elements: np.ndarray | None = None
 
     @property
     def num_configurable(self) -> int:
@@ -84,6 +96,8 @@ class LayoutContext:
                      else _redirect(self.two_hop[keep], self.representative, position)),
             config_repeats=self.config_repeats,
             reshape_groups=None if self.reshape_groups is None else self.reshape_groups[keep],
+            mxu_work=None if self.mxu_work is None else self.mxu_work[keep],
+            operand_elements=None if self.operand_elements is None else self.operand_elements[keep],
         ), keep
 
 
@@ -155,12 +169,23 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     tensor_dims[:, 0], tensor_elements[:, 0] = dims[ids], elements[ids]
     expected[:, 0] = crop_layout(node_layout[ids], rank[:, 0])
 
+    kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
+    kind = np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
+    mxu_work = np.zeros(nc)
+    operand_elements = np.zeros(nc)
+
     edges = graph.edge_index
     consumers, producers = edges[:, 0], edges[:, 1]
     starts = np.searchsorted(consumers, ids, side="left")
     stops = np.searchsorted(consumers, ids, side="right")
     for j in range(nc):
         operands = list(producers[starts[j] : stops[j]])
+        if kind[j] in MXU_KINDS and operands:
+            # A convolution or dot has two operands; the released edges are deduplicated, so x . x
+            # shows one producer.
+            sizes = elements[operands[:2]] if len(operands) > 1 else elements[[operands[0]] * 2]
+            operand_elements[j] = sizes.sum()
+            mxu_work[j] = np.sqrt(elements[ids[j]] * sizes[0] * sizes[1])
         used: set[int] = set()
         for vector in (1, 2):
             r = rank[j, vector]
@@ -187,8 +212,6 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     linked = config_index[producers]
     has_plain_consumer[linked[(linked >= 0) & consumer_is_plain]] = True
 
-    kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
-    kind = np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
     groups = np.full((nc, 2, MAX_DIMS), -1, dtype=np.int64)
     for j in np.flatnonzero((kind == RESHAPE) & (rank[:, 0] > 0) & (rank[:, 1] > 0)):
         found = reshape_groups(tensor_dims[j, 0, : rank[j, 0]], tensor_dims[j, 1, : rank[j, 1]])
@@ -200,7 +223,7 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
         producer=producer, has_plain_consumer=has_plain_consumer, kind=kind, mode_codes=mode_codes,
         representative=(tied_groups(codes) if feat.shape[0] else np.arange(nc)) if with_tied else None,
         two_hop=two_hop, config_repeats=_repeats(codes) if with_repeats else None,
-        reshape_groups=groups,
+        reshape_groups=groups, mxu_work=mxu_work, operand_elements=operand_elements,
     )
 
 
@@ -225,6 +248,9 @@ class LayoutGeometry:
     values: np.ndarray  # (c, nc, 18) int64 the rows as given, converted once (``layout_values``)
     reshape: np.ndarray  # (nc,) bool: the node is a reshape
     reshape_copy: np.ndarray  # (c, nc) bool: a reshape whose layouts do not keep the bytes in order
+    output_elements: np.ndarray  # (nc,) float64 elements of each node's output (0 = unknown)
+    mxu_work: np.ndarray  # (nc,) float64 multiply-adds of a convolution or dot (``LayoutContext``)
+    operand_elements: np.ndarray  # (nc,) float64 elements a convolution or dot reads
 
     def codes(self) -> np.ndarray:
         """(c, nc) int64: each node's whole row as ``pack_layout_vector_codes`` packs it (no second check:
@@ -232,15 +258,22 @@ class LayoutGeometry:
         return layout_row_codes(self.values)
 
     def cost(self) -> np.ndarray:
-        """(c,) the heuristic's estimate in elements moved (rule 2, ``solutions.heuristics``).
+        """(c,) the heuristic's estimate in multiply-add times (rule 3, ``solutions.heuristics``).
 
-        A convolution or dot writes its output in its padded layout and reads its operands as they
-        arrive; a reshape is free when it is a bitcast, else a copy that reads its input and writes
-        its output, both padded. Nothing is charged for neighbours whose layouts disagree.
+        A convolution or dot takes the longer of its matrix work, inflated by the (8, 128) padding of
+        the output tiles it computes, and its memory traffic (its padded output written, its operands
+        read as they arrive), at the roofline's ``MACS_PER_ELEMENT``. A reshape is free when it is a
+        bitcast, else a copy that reads its input and writes its output, both padded. Nothing is
+        charged for neighbours whose layouts disagree.
         """
         padded = self.padded_elements * self.active
-        copied = (padded[:, :, 0] + padded[:, :, 1]) * self.reshape_copy
-        return np.where(self.reshape[None], copied, padded[:, :, 0]).sum(axis=1)
+        output = padded[:, :, 0]
+        known = self.active[:, :, 0] & (self.output_elements[None] > 0)
+        waste = np.where(known, output / np.where(known, self.output_elements[None], 1.0), 1.0)
+        memory = MACS_PER_ELEMENT * (output + self.operand_elements[None])
+        node = np.maximum(self.mxu_work[None] * waste, memory)
+        copied = MACS_PER_ELEMENT * (padded[:, :, 0] + padded[:, :, 1]) * self.reshape_copy
+        return np.where(self.reshape[None], copied, node).sum(axis=1)
 
 
 def reshape_copies(chosen: np.ndarray, context: LayoutContext) -> np.ndarray:
@@ -298,6 +331,13 @@ def layout_geometry(node_config_feat: np.ndarray, context: LayoutContext) -> Lay
     padded = context.tensor_elements[None] * padding
     return LayoutGeometry(active=active, padded_elements=padded, mismatch=mismatch, minor_size=minor_size,
                           second_size=second_size, layouts=chosen, values=values,
-                          reshape=context.kind == RESHAPE, reshape_copy=reshape_copies(chosen, context))
+                          reshape=context.kind == RESHAPE, reshape_copy=reshape_copies(chosen, context),
+                          output_elements=context.tensor_elements[:, 0],
+                          mxu_work=_or_zeros(context.mxu_work, nc),
+                          operand_elements=_or_zeros(context.operand_elements, nc))
+
+
+def _or_zeros(values: np.ndarray | None, n: int) -> np.ndarray:
+    return np.zeros(n) if values is None else values
 
 
