@@ -14,7 +14,7 @@ help:
 	@echo "make demo   create .venv, install the kit and its reference solutions, build the small embedded competition, solve, validate and score it"
 	@echo "make test   create .venv if needed and run every test (lint included)"
 	@echo "make bench  run the benchmarks and print their figures"
-	@echo "make bench-real  how every method ranks real TpuGraphs graphs (transfer from the embedded competition, within-graph), and how additive real and embedded runtimes are"
+	@echo "make bench-real  how every method ranks real TpuGraphs graphs (transfer from the embedded competition, within-graph), how additive real and embedded runtimes are, and which settings each method charges"
 	@echo "make accel  optional: compile torch-scatter for the torch in .venv (cached; see README)"
 
 $(BIN)/python:
@@ -67,6 +67,7 @@ REAL_DATA ?= ../shared/realdata/kaggle
 bench-real: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.bench_real --real $(REAL_DATA)
 	$(BIN)/python -m benchmarks.bench_additivity --real $(REAL_DATA)
+	$(BIN)/python -m benchmarks.bench_attribution --real $(REAL_DATA)
 
 # Optional: torch-scatter compiled from source against the torch in $(VENV) (PyPI has no wheel for current
 # torch). The wheel is cached under the pip cache, keyed by torch, Python and torch-scatter versions, so a
