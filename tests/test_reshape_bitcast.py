@@ -1,5 +1,5 @@
 """When a reshape is a bitcast (``competition.data.reshapes``, read through
-``reshape_copies``, the heuristic's layout rule 2): checked against the obvious slow reference, which
+``reshape_copies``, the heuristic's layout rules 2 and 3): checked against the obvious slow reference, which
 lays out every element of a small array in both layouts and compares the byte order."""
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ the matching run of output dimensions). A reshape is a bitcast exactly when both
 groups in the same order from major to minor, each group's dimensions next to each other and in their
 logical order; size-1 dimensions are ignored, as the (8, 128) tiles ignore them. That is a fact of the
 format, not of a chip. Every reshape setting of the real layout graphs at hand is a bitcast; the
-heuristic charges only the others (layout rule 2) and ``tpugraphs stats`` counts them ("reshape settings
-that copy"). One implementation, read by both. A generator that drew only bitcasts was measured and
+heuristic charges only the others (layout rules 2 and 3) and ``tpugraphs stats`` counts them ("reshape
+settings that copy"). One implementation, read by both. A generator that drew only bitcasts was measured and
 dropped (docs/synthetic-data.md, "Reshapes that copy").
 
 >>> groups = reshape_groups([16384, 512], [32, 512, 512])
