@@ -52,7 +52,7 @@ from competition.data.graphs import Graph, TileGraph
 from solutions.features.layout_geometry import layout_context, layout_geometry
 from solutions.features.shapes import config_chunks
 from solutions.features.tile import tile_geometry
-from solutions.method import FitOptions, SplitSource
+from solutions.method import FitOptions, SavedModelError, SplitSource
 
 HEURISTIC_FILE = "heuristic.json"
 # 1: also charged x3 for a layout that disagreed with its neighbour's; 2: padded elements, no roofline
@@ -107,6 +107,7 @@ class HeuristicMethod:
     def load(cls, path: Path) -> HeuristicMethod:
         data = json.loads((Path(path) / HEURISTIC_FILE).read_text())
         if data.get("rule_version") != RULE_VERSION:
-            raise ValueError(f"{path}: saved heuristic rule version {data.get('rule_version')}, this code "
-                             f"has {RULE_VERSION}")
+            raise SavedModelError(f"{Path(path) / HEURISTIC_FILE}: saved heuristic rule version "
+                                  f"{data.get('rule_version')}, this code has {RULE_VERSION}; run without "
+                                  "--predict-only to write this rule's (it learns nothing: that is instant)")
         return cls()

@@ -531,3 +531,31 @@ def test_the_selection_note_is_one_sentence_under_the_table_only_when_the_fallba
     assert notes == ([f"tile:xla: {selection['note']}."] if shown else [])
     if shown:
         assert lines.index(notes[0]) > lines.index(next(line for line in lines if line.startswith("gbdt:")))
+
+
+def _stale(models: Path, name: str, old: str, new: str) -> None:
+    for path in models.glob(f"*/{name}"):
+        path.write_text(path.read_text().replace(old, new))
+
+
+# A model saved by an older kit whose rule or features this code computes differently: a usage error that
+# names the file and says what to do, never a traceback.
+@pytest.mark.parametrize(("method", "damage", "message"), [
+    ("heuristic", lambda m: _stale(m, "heuristic.json", '"rule_version": 3', '"rule_version": 2'),
+     r"heuristic\.json: saved heuristic rule version 2, this code has 3; run without --predict-only"),
+    ("gbdt", lambda m: _stale(m, "settings.json", '"version": 3', '"version": 2'),
+     r"settings\.json: saved features are version 2, this code computes version 3; retrain the model"),
+    ("gbdt", lambda m: _stale(m, "settings.json", '"feature_names": [', '"feature_names": ["gone", '),
+     r"settings\.json: the saved feature names differ from this code's; retrain the model"),
+], ids=["heuristic-rule", "gbdt-feature-version", "gbdt-feature-names"])
+def test_predict_only_refuses_a_model_of_an_older_rule_or_feature_version(tiny_competition, tmp_path, method,
+                                                                          damage, message):
+    models = tmp_path / "sub.models"
+    solve(public(tiny_competition), method, tmp_path / "sub.csv", collections=TWO, options=QUIET)
+    damage(models)
+    with pytest.raises(SolveError, match=message):
+        solve(public(tiny_competition), method, tmp_path / "out.csv", collections=TWO, options=QUIET,
+              model_dir=models, predict_only=True)
+    assert main(["solve", "--data", str(public(tiny_competition)), "--method", method, "--predict-only",
+                 "--model-dir", str(models), "--out", str(tmp_path / "cli.csv"), "--collection", TWO[0],
+                 "--collection", TWO[1]]) == 2

@@ -279,10 +279,13 @@ class GBDTRanker:
 
         path = Path(path)
         meta = json.loads((path / SETTINGS_FILE).read_text())
-        features = FeatureSettings.from_json(meta["features"])
+        try:
+            features = FeatureSettings.from_json(meta["features"])
+        except ValueError as exc:  # another feature version: its columns mean something else here
+            raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}") from None
         if meta["feature_names"] != feature_names(features):
-            raise ValueError(f"{path / SETTINGS_FILE}: the saved feature names differ from this code's; "
-                             "retrain")
+            raise SavedModelError(f"{path / SETTINGS_FILE}: the saved feature names differ from this code's; "
+                                  "retrain the model")
         try:
             ranker = cls(settings=replace(GBDTSettings(), **meta["settings"]))
         except (SettingError, TypeError) as exc:  # a hand-edited or foreign file
