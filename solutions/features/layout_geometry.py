@@ -169,8 +169,9 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     tensor_dims[:, 0], tensor_elements[:, 0] = dims[ids], elements[ids]
     expected[:, 0] = crop_layout(node_layout[ids], rank[:, 0])
 
-    kind = configurable_kinds(graph)
-    mxu_work, operand_elements = matrix_work(graph)
+    kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
+    kind = np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
+    mxu_work, operand_elements = np.zeros(nc), np.zeros(nc)
 
     edges = graph.edge_index
     consumers, producers = edges[:, 0], edges[:, 1]
@@ -178,6 +179,13 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     stops = np.searchsorted(consumers, ids, side="right")
     for j in range(nc):
         operands = list(producers[starts[j] : stops[j]])
+        if kind[j] in MXU_KINDS and operands:
+            # Two operands; the released edges are deduplicated, so x . x shows one producer. The work
+            # is sqrt(output x input x kernel elements): exact for a dot (sqrt(MN * MK * KN) = MNK), a
+            # convolution's times the square root of its window, activations or weight gradient alike.
+            a, b = operands[:2] if len(operands) > 1 else (operands[0], operands[0])
+            operand_elements[j] = elements[a] + elements[b]
+            mxu_work[j] = np.sqrt(elements[ids[j]] * elements[a] * elements[b])
         used: set[int] = set()
         for vector in (1, 2):
             r = rank[j, vector]
@@ -217,38 +225,6 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
         two_hop=two_hop, config_repeats=_repeats(codes) if with_repeats else None,
         reshape_groups=groups, mxu_work=mxu_work, operand_elements=operand_elements,
     )
-
-
-def configurable_kinds(graph: LayoutGraph) -> np.ndarray:
-    """(nc,) int64 each configurable node's index in ``CONFIGURABLE_KINDS``, -1 for another opcode."""
-    kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
-    ids = graph.node_config_ids.astype(np.int64)
-    return np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
-
-
-def matrix_work(graph: LayoutGraph) -> tuple[np.ndarray, np.ndarray]:
-    """(nc,) float64 each configurable convolution's or dot's multiply-adds and the elements its two
-    operands hold; 0 for other nodes and for one whose operands are not found.
-
-    The work is sqrt(output x input x kernel elements): exact for a dot (sqrt(MN * MK * KN) = MNK), a
-    convolution's times the square root of its window, whether it computes activations or a weight
-    gradient (whose output is the kernel and whose reduction runs over the batch and the volume).
-    Only the shapes are read, never a config.
-    """
-    ids = graph.node_config_ids.astype(np.int64)
-    kind = configurable_kinds(graph)
-    _, elements, _ = node_shapes(graph.node_feat)
-    work, operand_elements = np.zeros(len(ids)), np.zeros(len(ids))
-    consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
-    starts = np.searchsorted(consumers, ids, side="left")
-    stops = np.searchsorted(consumers, ids, side="right")
-    for j in np.flatnonzero(np.isin(kind, MXU_KINDS) & (stops > starts)):
-        operands = producers[starts[j] : stops[j]]
-        # Two operands; the released edges are deduplicated, so x . x shows one producer.
-        a, b = (operands[0], operands[1]) if len(operands) > 1 else (operands[0], operands[0])
-        operand_elements[j] = elements[a] + elements[b]
-        work[j] = np.sqrt(elements[ids[j]] * elements[a] * elements[b])
-    return work, operand_elements
 
 
 def _repeats(codes: np.ndarray) -> np.ndarray:
