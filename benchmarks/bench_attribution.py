@@ -33,11 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_real import METHODS, _fit, add_data_arguments, find_real_graphs
+from benchmarks.bench_real import METHODS, _fit, find_real_graphs, real_data_parser
 from competition.collections import Collection
 from competition.data.graphs import LayoutGraph
 from competition.data.locate import embedded_competition
-from solutions.features.layout_geometry import layout_context
+from solutions.features.layout_geometry import LayoutContext, layout_context
 from solutions.features.shapes import CONFIGURABLE_KINDS
 
 
@@ -53,10 +53,10 @@ class GroupEffect:
     effects: dict[str, float]  # target -> spread of the group's coefficients (target std units)
 
 
-def group_design(graph: LayoutGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def group_design(graph: LayoutGraph, context: LayoutContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One-hot columns of every tied group's distinct settings (the first setting of each group is the
-    reference) and an intercept: (c, k + 1); the group of each column (k,); the groups' first nodes."""
-    context = layout_context(graph, with_tied=True)
+    reference) and an intercept: (c, k + 1); the group of each column (k,); the groups' first nodes.
+    ``context``: ``layout_context(graph, with_tied=True)``."""
     assert context.representative is not None
     rows = graph.node_config_feat.astype(np.int64)
     groups = np.unique(context.representative)
@@ -86,8 +86,8 @@ def fit_effects(design: np.ndarray, owner: np.ndarray, groups: np.ndarray,
 def attribute(graph: LayoutGraph, targets: dict[str, np.ndarray]) -> tuple[list[GroupEffect], dict]:
     """The group effects of every target on ``graph`` and, per target, its R^2 and coefficient
     correlation with ``truth``."""
-    design, owner, groups = group_design(graph)
     context = layout_context(graph, with_tied=True)
+    design, owner, groups = group_design(graph, context)
     fits = {name: fit_effects(design, owner, groups, values) for name, values in targets.items()}
     truth = np.concatenate([fits["truth"][0][int(g)] for g in groups])
     summary = {}
@@ -121,10 +121,7 @@ def table(name: str, rows: list[GroupEffect], summary: dict) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_attribution",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_data_arguments(parser)
+    parser = real_data_parser("bench_attribution", __doc__)
     parser.add_argument("--methods", default="heuristic,gbdt,gnn",
                         help=f"comma-separated, of {', '.join(METHODS)} (default: heuristic,gbdt,gnn)")
     parser.add_argument("--synth-seed", type=int, default=0, help="the embedded competition to train on")
