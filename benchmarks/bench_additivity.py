@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_real import add_data_arguments, find_real_graphs
+from benchmarks.bench_real import find_real_graphs, real_data_parser
 from competition.collections import COLLECTIONS
 from competition.data.graphs import LayoutGraph, load_graph
 from competition.data.locate import embedded_competition
@@ -259,10 +259,7 @@ def embedded_table(by_collection: dict[str, list[Additivity]]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_additivity",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_data_arguments(parser)
+    parser = real_data_parser("bench_additivity", __doc__)
     parser.add_argument("--synth-seeds", default="0,1", help="embedded competitions to measure (none: '')")
     parser.add_argument("--min-configs", type=int, default=MIN_CONFIGS,
                         help=f"leave out graphs of fewer configs (default {MIN_CONFIGS}; half fit the model)")

@@ -359,9 +359,14 @@ def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
     return "\n".join(lines)
 
 
-def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that say which real graphs and which embedded competitions a real-data benchmark
-    reads (``bench_real``, ``bench_additivity``): the same names and defaults, so both reuse one build."""
+def real_data_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """The command line of a real-data benchmark ``benchmarks.<module>`` (``bench_real``,
+    ``bench_additivity``, ``bench_attribution``): its docstring's first paragraph as the description, and
+    the options that say which real graphs and which embedded competitions it reads, with the same names
+    and defaults, so all of them reuse one build."""
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{module}",
+                                     description=(doc or "").split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--real", type=Path, default=DEFAULT_KAGGLE_TREE,
                         help="a Kaggle-layout tree with labelled real graphs "
                              "(default: ../shared/realdata/kaggle)")
@@ -371,13 +376,11 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
                         help="embedded competition size (tiny: a smoke run)")
     parser.add_argument("--synth-root", type=Path, default=Path("data/bench-real"),
                         help="where the embedded competitions are built and reused")
+    return parser
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_real",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_data_arguments(parser)
+    parser = real_data_parser("bench_real", __doc__)
     parser.add_argument("--methods", default=",".join(METHODS),
                         help=f"comma-separated: {', '.join(METHODS)}, {', '.join(VARIANTS)} "
                              "(default: the four methods)")
