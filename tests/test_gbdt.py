@@ -270,6 +270,24 @@ def test_feature_settings_refuse_another_version():
         FeatureSettings.from_json({"task": "tile", "center_per_graph": True, "version": -1})
 
 
+# Feature versions 2 and 3 changed layout features only: a tile model of any version computes the same
+# columns and loads (as the current version); a layout model loads only from version 3 on.
+@pytest.mark.parametrize(("task", "version", "loads"), [
+    ("tile", 1, True), ("tile", 2, True), ("tile", 3, True),
+    ("layout", 1, False), ("layout", 2, False), ("layout", 3, True),
+    ("tile", 4, False), ("layout", 4, False),  # saved by a newer kit
+    ("tile", "3", False), ("tile", True, False), ("tile", None, False), ("layout", 3.0, False),
+])
+def test_feature_settings_load_the_versions_whose_features_are_unchanged(task, version, loads):
+    saved = {"task": task, "center_per_graph": True, "version": version}
+    if loads:
+        assert FeatureSettings.from_json(saved) == FeatureSettings(task=task, center_per_graph=True)
+    else:
+        with pytest.raises(ValueError, match=f"saved features are version {version}, this code computes "
+                                             f"version 3; retrain the model"):
+            FeatureSettings.from_json(saved)
+
+
 # --------------------------------------------------------------------------------------------------
 # Labels and the early-stopping metric
 

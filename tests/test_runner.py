@@ -533,6 +533,19 @@ def test_the_selection_note_is_one_sentence_under_the_table_only_when_the_fallba
         assert lines.index(notes[0]) > lines.index(next(line for line in lines if line.startswith("gbdt:")))
 
 
+def test_predict_only_loads_a_tile_gbdt_model_of_an_older_feature_version(tiny_competition, tmp_path):
+    # Feature versions 2 and 3 changed layout columns only: a tile model saved before them still predicts,
+    # the same as when it was saved; the layout model of the same run refuses (the test below).
+    models = tmp_path / "sub.models"
+    solve(public(tiny_competition), "gbdt", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
+    [settings] = models.glob("*/settings.json")
+    assert '"version": 3' in settings.read_text()
+    settings.write_text(settings.read_text().replace('"version": 3', '"version": 1'))
+    solve(public(tiny_competition), "gbdt", tmp_path / "out.csv", collections=["tile:xla"], options=QUIET,
+          model_dir=models, predict_only=True)
+    assert (tmp_path / "out.csv").read_text() == (tmp_path / "sub.csv").read_text()
+
+
 def _stale(models: Path, name: str, old: str, new: str) -> None:
     for path in models.glob(f"*/{name}"):
         path.write_text(path.read_text().replace(old, new))

@@ -26,6 +26,17 @@ from solutions.features.tile import tile_feature_names, tile_features
 FEATURE_LIMIT = 1e30  # features are clipped to +-this before the float32 cast
 FEATURE_VERSION = 3  # bump when a feature's definition changes: saved models then refuse to load
 # (2: heuristic_log_cost follows the heuristic's layout rule 2; 3: its rule 3, a roofline)
+# The first version whose features of each task this code still computes the same way: a saved model
+# of that version or later loads, an older one refuses. Versions 2 and 3 changed layout features only,
+# so a tile model saved by any version still loads (retraining one takes minutes for nothing).
+SAME_FEATURES_SINCE = {"tile": 1, "layout": 3}
+
+
+
+def computes_the_same(task: str, version: object) -> bool:
+    """Whether features of ``task`` saved as feature ``version`` are what this code computes."""
+    since = SAME_FEATURES_SINCE.get(task, FEATURE_VERSION)
+    return isinstance(version, int) and not isinstance(version, bool) and since <= version <= FEATURE_VERSION
 
 
 @dataclass(frozen=True)
@@ -51,13 +62,14 @@ class FeatureSettings:
     # settings saved before a field existed get its default
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FeatureSettings:
-        if data.get("version") != FEATURE_VERSION:
+        version = data.get("version")
+        if not computes_the_same(str(data.get("task")), version):
             raise ValueError(
-                f"saved features are version {data.get('version')}, "
+                f"saved features are version {version}, "
                 f"this code computes version {FEATURE_VERSION}; "
                 "retrain the model"
             )
-        return cls(**data)
+        return cls(**{**data, "version": FEATURE_VERSION})  # the same features: saved again as this version
 
 
 def _config_feature_names(settings: FeatureSettings) -> list[str]:
