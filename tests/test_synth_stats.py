@@ -27,6 +27,7 @@ from competition.data.synth.stats import (
     AT_FASTEST,
     LAYOUT_KEEPING,
     LINKED,
+    MENU_PRODUCT,
     RESHAPE_COPIES,
     describe,
     layout_graph_stats,
@@ -171,6 +172,16 @@ def test_streamed_stats_match_whole_array_references(tiny_competition):
                 named = {tuple(sorted(v[v >= 0])) for v in feat[:, j, 6 * t:6 * t + 6]} - {()}
                 reordered_only += len(named) == 1
         assert fast["mxu tensors reordered only"] == reordered_only
+        # Per layout group (a distinct column) of conv/dot nodes with more than one setting: are its settings
+        # every combination of its three tensors' settings?
+        groups = {}
+        for j in np.flatnonzero(mxu):
+            whole = len(np.unique(feat[:, j], axis=0))
+            if whole > 1:
+                per_tensor = [len(np.unique(feat[:, j, 6 * t:6 * t + 6], axis=0)) for t in range(3)]
+                groups[feat[:, j].tobytes()] = whole == int(np.prod(per_tensor))
+        assert fast["mxu groups varying"] == len(groups)
+        assert fast["mxu groups full product"] == sum(groups.values())
         producers = {}
         for consumer, producer in edges:
             producers.setdefault(int(consumer), []).append(int(producer))
@@ -260,6 +271,9 @@ def test_stats_of_the_featurized_real_protos(tmp_path):
     assert layout[AT_FASTEST]["median"] == pytest.approx(91 / 112, abs=1e-3)  # runtimes on discrete levels
     assert layout[LINKED]["median"] == pytest.approx(6 / 62, abs=1e-3)
     assert layout[RESHAPE_COPIES] == 0.0  # its 9 reshapes: every setting a bitcast
+    # Its six varying convolution groups: every combination of their tensors' orders, except one group whose
+    # 112 configs show six of its eight.
+    assert layout[MENU_PRODUCT] == pytest.approx(5 / 6, abs=1e-3)
     assert tile["graphs"] == 15
     assert tile["kernels with best normalised runtime > 1"] == 0
     assert tile["default is the fastest"] == pytest.approx(11 / 15, abs=1e-3)
@@ -283,6 +297,13 @@ def test_stats_of_the_real_kaggle_tree():
     # copies; docs/synthetic-data.md, "Reshapes that copy").
     for name in ("layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random"):
         assert stats[name][RESHAPE_COPIES] == 0.0
+    # A conv/dot group's settings are (nearly always) every combination of its tensors' orders: all six
+    # groups of each labelled `unet_3d` search and of `unet3d`; 2 of 4, 12 of 15 and 5 of 7 in the test
+    # programs (`small` version 5: 9-36 %; docs/synthetic-data.md, "Two more candidates").
+    assert stats["layout:xla:default"][MENU_PRODUCT] == pytest.approx(14 / 16, abs=1e-3)
+    assert stats["layout:xla:random"][MENU_PRODUCT] == pytest.approx(8 / 10, abs=1e-3)
+    assert stats["layout:nlp:default"][MENU_PRODUCT] == pytest.approx(12 / 15, abs=1e-3)
+    assert stats["layout:nlp:random"][MENU_PRODUCT] == pytest.approx(5 / 7, abs=1e-3)
 
 
 def test_stats_cli_prints_markdown_and_json(tiny_competition, capsys):
@@ -296,6 +317,20 @@ def test_stats_cli_prints_markdown_and_json(tiny_competition, capsys):
     assert data["layout:xla:random"]["graphs"] == 3
     # Without private/ next to it, the test graphs count only for the structure.
     assert data["layout:xla:random"]["runtime max/min"]["min"] > 1
+
+
+def test_the_module_form_is_the_same_command(tmp_path, tiny_competition, capsys):
+    # `python -m competition.data.synth.stats` once read only a synth output folder and printed an empty
+    # table for anything else; it is now `tpugraphs stats`, errors and all.
+    from competition.data.synth.stats import main as module_main
+
+    assert module_main([str(tiny_competition)]) == 0
+    assert module_main([str(tiny_competition / "public")]) == 0
+    out = capsys.readouterr().out
+    assert exit_code(["stats", str(tiny_competition)]) == 0
+    assert out == 2 * capsys.readouterr().out
+    assert module_main([str(tmp_path / "absent")]) == 2
+    assert "no such directory" in capsys.readouterr().err
 
 
 def test_stats_cli_errors(tmp_path, tiny_competition, capsys):

@@ -16,7 +16,8 @@ graph with 100,000 configs is described in a few MB.
 
 Per layout collection: runtime spread, distinct configs and duplicate share, distinct settings per
 configurable node, distinct node columns / configurable nodes (tied layout groups count once),
-layout slots set by conv/dot tensors, tensors left wholly unset, share of -1, nodes with exactly one
+layout slots set by conv/dot tensors, whether a conv/dot group's settings are every combination of
+its tensors' settings, tensors left wholly unset, share of -1, nodes with exactly one
 consumer, runtime spread among duplicate configs, the most frequent opcodes. Per tile collection:
 runtime spread, how often the default (the normaliser) is the fastest, best normalised runtime per
 kernel. Figures read "min / median / max" over graphs (settings: over configurable nodes). The

@@ -15,20 +15,22 @@ runtime spread, distinct configs and duplicate share, distinct settings per conf
 many configurable nodes have a column of their own (``distinct node columns / configurable nodes``:
 nodes whose ``(configs x 18)`` columns are identical count once, i.e. layout groups with tied
 settings), how many layout slots conv/dot tensors set and whether their settings only reorder the same
-dimensions, configs tied with the fastest, how many configurable nodes read a tensor another
+dimensions, whether a conv/dot group's settings are every combination of its tensors' settings,
+configs tied with the fastest, how many configurable nodes read a tensor another
 configurable node laid out (directly or through elementwise ops), reshape settings that copy rather
 than bitcast (``competition.data.reshapes``), tensors that no config sets, share of
 -1, nodes with exactly one consumer, runtime spread among duplicate configs, the opcode profile.
 Per tile collection: runtime spread, whether the default (the normaliser) is the fastest, the best
 normalised runtime per kernel (``min(runtime / normaliser)``), normaliser drift.
 
-Run ``python -m competition.data.synth.stats OUT`` for the markdown tables.
+``tpugraphs stats DATA_DIR`` (or ``python -m competition.data.synth.stats DATA_DIR``, the same command)
+prints the markdown tables.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
+import math
 import sys
 import zipfile
 import zlib
@@ -54,6 +56,9 @@ FASTEST_TOLERANCE = 1e-4
 AT_FASTEST = f"configs within {100 * FASTEST_TOLERANCE:g} % of the fastest"
 LINKED = "configurable nodes reading another's output (directly or through elementwise ops)"
 RESHAPE_COPIES = "reshape settings that copy (not a bitcast), of those setting both sides"
+# In every labelled real graph at hand a conv/dot group's settings are every combination of its tensors'
+# orders (2 x 2 x 2 for output, input and kernel), so each tensor's effect can be told apart in one graph.
+MENU_PRODUCT = "conv/dot groups with varying settings whose settings are every combination of their tensors'"
 #: Elementwise ops a tensor's layout passes through unchanged (XLA's layout assignment propagates it):
 #: a configurable node reached back through them reads a tensor another configurable node laid out.
 LAYOUT_KEEPING = frozenset({
@@ -230,6 +235,7 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         config_hash = np.zeros(0, dtype=np.uint64)
         column_hash = np.zeros(nc, dtype=np.uint64)
         settings: list[set[int]] = [set() for _ in range(nc)]
+        tensor_settings: list[list[set[int]]] = [[set(), set(), set()] for _ in range(nc)]
         slots = np.zeros((nc, 3), dtype=np.int64)  # most slots set in any config, per node and tensor
         unset = np.zeros(3, dtype=np.int64)  # (config, node) settings leaving the tensor wholly -1
         # Which dimensions a tensor's setting names, in any order, hashed: the lowest and highest hash
@@ -252,6 +258,10 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
                 settings[j].update(np.unique(setting[:, j]).tolist())
             tensors = chunk.reshape(k, nc, 3, 6)
             set_slots = (tensors >= 0).sum(axis=3)
+            tensor_hash = ((tensors.astype(np.uint64) + np.uint64(2)) * _VALUE_WEIGHTS[:6]).sum(axis=3)
+            for j in range(nc):
+                for t in range(3):
+                    tensor_settings[j][t].update(np.unique(tensor_hash[:, j, t]).tolist())
             if k:
                 ordered = np.sort(tensors, axis=3).astype(np.uint64) + np.uint64(2)
                 dims = (ordered * _VALUE_WEIGHTS[:6]).sum(axis=3)  # (k, nc, 3)
@@ -275,6 +285,9 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
                  else np.zeros(n, np.int64))
     mxu = np.array([k in ("convolution", "dot") for k in kinds], dtype=bool)
     mxu_slots = slots[mxu][slots[mxu] > 0]
+    # One count per layout group (tied nodes share a column): varying, and a full product of its tensors'.
+    varying_groups = {int(column_hash[j]): len(settings[j]) == math.prod(len(s) for s in tensor_settings[j])
+                      for j in np.flatnonzero(mxu) if len(settings[j]) > 1}
     labelled = bool(runtime.any())
     out = {
         "nodes": n,
@@ -292,6 +305,8 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         "mxu tensors with at most 2 slots": int((mxu_slots <= 2).sum()),
         "mxu slots set": Counter(int(s) for s in mxu_slots),
         "mxu tensors reordered only": int(((slots > 0) & (dims_low == dims_high))[mxu].sum()),
+        "mxu groups varying": len(varying_groups),
+        "mxu groups full product": sum(varying_groups.values()),
         "unset tensors": (unset / max(start * nc, 1)).tolist(),
         "minus one": minus_one / values if values else 1.0,
         "reshape copies": reshape_copies,
@@ -344,6 +359,8 @@ def _describe_layout(files: list[tuple[str, Path]], labels, chunk_bytes: int) ->
         "conv/dot tensors whose settings only reorder the same dimensions": _share(
             sum(g["mxu tensors reordered only"] for g in graphs), with_mxu),
         "conv/dot layout slots set": {str(k): _share(v, with_mxu) for k, v in sorted(slots.items())},
+        MENU_PRODUCT: _share(sum(g["mxu groups full product"] for g in graphs),
+                             sum(g["mxu groups varying"] for g in graphs)),
         "whole tensor unset (output / input / kernel)": [None if u is None else round(float(u), 3)
                                                          for u in unset],
         "share of -1 in node_config_feat": round(float(np.mean([g["minus one"] for g in graphs])), 3)
@@ -482,13 +499,10 @@ def markdown(stats: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m competition.data.synth.stats",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("out", help="a folder written by 'tpugraphs synth' (holding public/ and private/)")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    print(markdown(describe(out / "public", out / "private")))
-    return 0
+    """``python -m competition.data.synth.stats DATA_DIR [...]``: the same command as ``tpugraphs stats``."""
+    from competition.cli import main as cli_main
+
+    return cli_main(["stats", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
