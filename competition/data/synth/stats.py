@@ -23,8 +23,7 @@ than bitcast (``competition.data.reshapes``), tensors that no config sets, share
 Per tile collection: runtime spread, whether the default (the normaliser) is the fastest, the best
 normalised runtime per kernel (``min(runtime / normaliser)``), normaliser drift.
 
-``tpugraphs stats DATA_DIR`` (or ``python -m competition.data.synth.stats DATA_DIR``, the same command)
-prints the markdown tables.
+``tpugraphs stats DATA_DIR`` prints the markdown tables.
 """
 
 from __future__ import annotations
@@ -498,12 +497,5 @@ def markdown(stats: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m competition.data.synth.stats DATA_DIR [...]``: the same command as ``tpugraphs stats``."""
-    from competition.cli import main as cli_main
-
-    return cli_main(["stats", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the command is `tpugraphs stats` (this layer does not import the command line)
+    sys.exit("python -m competition.data.synth.stats: run `tpugraphs stats DATA_DIR` (see --help)")
