@@ -38,7 +38,7 @@ from competition.data.tree import CompetitionFolder
 from competition.tasks import LAYOUT, TILE
 
 #: Bumped whenever the files written for a given (scale, seed) change; caches of generated data can key on it.
-GENERATOR_VERSION = 5
+GENERATOR_VERSION = 6
 
 # Stream purposes (first key after the seed).
 _PLAN, _GRAPH, _RUNS, _STEMS, _USAGE = range(5)

@@ -10,7 +10,9 @@ input (first operand) and, for convolutions and dots, its kernel (second operand
 - **Unset tensors.** Some tensors of some nodes are never set (all -1: the compiler keeps its own
   layout), and a node's candidate settings now and then leave a tensor to the compiler.
 - **Menus.** The autotuner does not explore every order: each configurable node has a small menu of
-  candidate settings (2-9), and a configuration picks one entry per node.
+  candidate settings (2-9), and a configuration picks one entry per node. A convolution's or dot's menu
+  is every combination of its tensors' orders (2 x 2 x 2 = 8 for output, input and kernel), as in the
+  released graphs, so each tensor's effect can be told apart within one graph (generator version 6).
 - **Layout groups.** Configurable nodes of the same kind, ranks and compiled layout are tied into
   groups (neighbouring layers of a block) that always carry the same setting: their columns of
   ``node_config_feat`` are identical in every configuration, in both searches.
@@ -19,14 +21,16 @@ input (first operand) and, for convolutions and dots, its kernel (second operand
   left to the compiler); a reshape side takes one of a few whole orders. So it is in every released
   graph at hand (generator version 4; docs/synthetic-data.md).
 - ``default`` search: the compiler's local search around the default. Each group's menu holds the
-  default and local moves of it (two neighbouring dimensions swapped) that the search's estimate
-  accepts on their own; a new
+  default and the moves of it that the search's estimate accepts on their own (a conv/dot group: the
+  combinations of its tensors' orders; a reshape group: local moves, two neighbouring dimensions
+  swapped); a new
   configuration moves one to three groups of an accepted one and is kept when its estimate is within
   a small tolerance (0.5-2.5 %) of the default's. Runtimes end up within ~1-4 % of each other;
   configurations are re-measured often (10-30 % for xla, 40-90 % for nlp).
-- ``random`` search: every group picks an entry of its menu (menus of 3-9 settings, drawn with
-  uneven odds); runtimes spread several-fold. Configurations are re-measured as often as in the
-  released random-search graphs (a 10-45 % share, plus what repeats by chance).
+- ``random`` search: every group picks an entry of its menu (every combination for a conv/dot group,
+  3-9 orders for a reshape group; drawn with uneven odds); runtimes spread several-fold.
+  Configurations are re-measured as often as in the released random-search graphs (a 10-45 % share,
+  plus what repeats by chance).
 - **Re-measurements** of a configuration differ from its first measurement by a tiny noise only:
   a few parts per million in the default search, a few parts in ten thousand in the random search.
 Order is shuffled, as in the released files.
@@ -34,6 +38,7 @@ Order is shuffled, as in the released files.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -84,6 +89,7 @@ class LayoutSpace:
     orders: dict[tuple[int, int], np.ndarray]
     # How this program's runtime responds to layouts (drawn once, shared by its two searches).
     physics: layout_cost.LayoutPhysics = layout_cost.LayoutPhysics()
+    kinds: tuple[str, ...] = ()  # (nc,) opcode of each configurable node
 
     @property
     def groups(self) -> int:
@@ -158,7 +164,7 @@ def layout_space(graph: HloGraph, rng: np.random.Generator) -> LayoutSpace:
                 orders[(rank, count)] = table
     return LayoutSpace(config_ids, ranks, compiled, slots, rename[group] if nc else group,
                        np.asarray(leaders, dtype=np.int64)[order], orders,
-                       layout_cost.draw_layout_physics(rng))
+                       layout_cost.draw_layout_physics(rng), tuple(kinds))
 
 
 def _random_tensor(rng: np.random.Generator, space: LayoutSpace, leader: int, t: int) -> np.ndarray:
@@ -207,17 +213,46 @@ def _candidate(rng: np.random.Generator, space: LayoutSpace, leader: int, base: 
     return out
 
 
+def _product_menu(rng: np.random.Generator, space: LayoutSpace, leader: int, default: np.ndarray) -> list:
+    """Every combination of a convolution's or dot's tensor orders, the default first (at most MENU_MAX).
+
+    In the released graphs a conv/dot group's settings are the full product of its tensors' orders
+    (each set tensor's two minor-most dimensions either way: 8 settings for output, input and kernel),
+    so each tensor's effect can be told apart within one graph (generator version 6; ``tpugraphs stats``
+    counts such groups). Now and then a tensor may also be left to the compiler (a third option)."""
+    options = []
+    for t in range(3):
+        cols = slice(t * SLOTS, (t + 1) * SLOTS)
+        choices = [default[cols].copy()]
+        if space.slots[leader, t] >= 2 and default[cols][0] >= 0:
+            choices.append(_local_tensor(rng, default[cols], 2))
+        if space.slots[leader, t] > 0 and rng.random() < _LEFT_TO_COMPILER:
+            choices.append(np.full(SLOTS, -1, dtype=default.dtype))
+        options.append(choices)
+    entries = [np.concatenate(combo) for combo in itertools.product(*options)]
+    rest = [entries[i] for i in rng.permutation(np.arange(1, len(entries)))]
+    return [entries[0], *rest][:MENU_MAX]
+
+
 def _menus(rng: np.random.Generator, space: LayoutSpace, defaults: np.ndarray, sizes: np.ndarray, *,
            local: bool, accept=None, tries: int = 6) -> tuple[np.ndarray, np.ndarray]:
     """Menus ``(g, MENU_MAX, 18)`` (entry 0: the default) and how many entries each group got.
 
-    ``accept(group, candidate) -> bool`` filters candidates (the default search's estimate).
+    ``accept(group, candidate) -> bool`` filters candidates (the default search's estimate). A convolution
+    or dot group's candidates are the product of its tensors' orders (``_product_menu``), all of them in
+    the random search; a reshape group's are drawn as before (``sizes`` of them at most).
     """
     g = space.groups
     menus = np.repeat(defaults[space.leaders][:, None, :], MENU_MAX, axis=1)
     count = np.ones(g, dtype=np.int64)
     for k in range(g):
         leader = int(space.leaders[k])
+        if space.kinds[leader] in MXU_OPCODES:
+            for cand in _product_menu(rng, space, leader, defaults[leader])[1:]:
+                if accept is None or accept(k, cand):
+                    menus[k, count[k]] = cand
+                    count[k] += 1
+            continue
         for _ in range(tries * int(sizes[k])):
             if count[k] >= sizes[k]:
                 break
