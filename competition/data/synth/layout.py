@@ -168,18 +168,10 @@ def layout_space(graph: HloGraph, rng: np.random.Generator) -> LayoutSpace:
 
 
 def _random_tensor(rng: np.random.Generator, space: LayoutSpace, leader: int, t: int) -> np.ndarray:
-    """A setting ``(6,)`` of tensor ``t`` of ``leader`` drawn at random: one of the program's whole orders,
-    or, for a tensor that sets its two minor-most slots, its two compiled minor-most dimensions in
-    either order (in every released graph such a tensor keeps the same two dimensions minor-most and
-    only their order varies)."""
-    rank, slots = int(space.ranks[leader, t]), int(space.slots[leader, t])
-    if slots == rank:
-        table = space.orders[(rank, slots)]
-        return table[int(rng.integers(len(table)))].copy()
-    out = np.full(SLOTS, -1, dtype=np.int8)
-    pair = space.compiled[leader, t, :slots]
-    out[:slots] = pair[::-1] if rng.random() < 0.5 else pair
-    return out
+    """A setting ``(6,)`` of tensor ``t`` of a reshape group's ``leader``: one of the program's whole orders
+    for its rank, at random (conv/dot tensors get theirs from ``_product_menu``)."""
+    table = space.orders[(int(space.ranks[leader, t]), int(space.slots[leader, t]))]
+    return table[int(rng.integers(len(table)))].copy()
 
 
 def _local_tensor(rng: np.random.Generator, current: np.ndarray, slots: int) -> np.ndarray:
@@ -194,7 +186,7 @@ def _local_tensor(rng: np.random.Generator, current: np.ndarray, slots: int) -> 
 
 def _candidate(rng: np.random.Generator, space: LayoutSpace, leader: int, base: np.ndarray, *,
                local: bool) -> np.ndarray:
-    """One candidate setting ``(18,)`` of a group: ``base`` with one or more of its tensors changed."""
+    """One candidate setting ``(18,)`` of a reshape group: ``base`` with one or more tensors changed."""
     out = base.copy()
     settable = [t for t in range(3) if space.slots[leader, t] > 0 and space.ranks[leader, t] >= 1]
     if not settable:
