@@ -32,7 +32,6 @@ FEATURE_VERSION = 3  # bump when a feature's definition changes: saved models th
 SAME_FEATURES_SINCE = {"tile": 1, "layout": 3}
 
 
-
 def computes_the_same(task: str, version: object) -> bool:
     """Whether features of ``task`` saved as feature ``version`` are what this code computes."""
     since = SAME_FEATURES_SINCE.get(task, FEATURE_VERSION)

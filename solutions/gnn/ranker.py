@@ -435,8 +435,8 @@ def engineered_columns() -> dict:
 def _check_engineered_columns(saved: dict | None, meta_path: Path) -> None:
     """SavedModelError unless the model's engineered features are the ones this kit computes."""
     now = engineered_columns()
-    if isinstance(saved, dict) and saved.get("names") == now["names"] and computes_the_same("layout",
-                                                                                           saved.get("version")):
+    same_names = isinstance(saved, dict) and saved.get("names") == now["names"]
+    if same_names and computes_the_same("layout", saved.get("version")):
         return
     if not isinstance(saved, dict):
         raise SavedModelError(f"{meta_path}: the model reads engineered layout features but the file does "
