@@ -3,6 +3,7 @@ early stopping, learning an obvious signal, determinism and save/load."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from unittest import mock
@@ -283,8 +284,12 @@ def test_feature_settings_load_the_versions_whose_features_are_unchanged(task, v
     if loads:
         assert FeatureSettings.from_json(saved) == FeatureSettings(task=task, center_per_graph=True)
     else:
-        with pytest.raises(ValueError, match=f"saved features are version {version}, this code computes "
-                                             f"version 3; retrain the model"):
+        # a layout model older than version 3 also hears what changed since (tile's newer versions: nothing)
+        changed = r" \(.*version 3: heuristic_log_cost follows the heuristic's layout rule 3.*\)" if (
+            task == "layout" and version in (1, 2)) else ""
+        shown = re.escape(str(version))
+        with pytest.raises(ValueError, match=f"saved features are version {shown}, this code computes "
+                                             f"version 3{changed}; retrain the model"):
             FeatureSettings.from_json(saved)
 
 

@@ -201,7 +201,9 @@ def test_max_train_configs_is_checked():
      r"computes differently \(version \d+; column 3: 'renamed' saved, '\w+' now\); retrain the model"),
     (lambda meta: meta["engineered_columns"]["names"].pop(),
      rf"{ENGINEERED_LAYOUT_COLUMNS - 1} columns saved, {ENGINEERED_LAYOUT_COLUMNS} now"),
-    (lambda meta: meta["engineered_columns"].update(version=0), r"\(version 0\) that this kit computes"),
+    (lambda meta: meta["engineered_columns"].update(version=2),
+     r"\(version 2\) that this kit computes differently \(version 3; version 3: heuristic_log_cost follows "
+     r"the heuristic's layout rule 3, a roofline\); retrain the model"),
 ], ids=["missing", "renamed", "fewer", "version"])
 def test_a_model_whose_engineered_columns_differ_is_refused(tiny_competition, tmp_path, edit, message):
     public = tiny_competition / "public"

@@ -557,7 +557,8 @@ def _stale(models: Path, name: str, old: str, new: str) -> None:
     ("heuristic", lambda m: _stale(m, "heuristic.json", '"rule_version": 3', '"rule_version": 2'),
      r"heuristic\.json: saved heuristic rule version 2, this code has 3; run without --predict-only"),
     ("gbdt", lambda m: _stale(m, "settings.json", '"version": 3', '"version": 2'),
-     r"settings\.json: saved features are version 2, this code computes version 3; retrain the model"),
+     r"settings\.json: saved features are version 2, this code computes version 3 \(version 3: "
+     r"heuristic_log_cost follows the heuristic's layout rule 3, a roofline\); retrain the model"),
     ("gbdt", lambda m: _stale(m, "settings.json", '"feature_names": [', '"feature_names": ["gone", '),
      r"settings\.json: the saved feature names differ from this code's; retrain the model"),
 ], ids=["heuristic-rule", "gbdt-feature-version", "gbdt-feature-names"])

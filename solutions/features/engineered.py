@@ -24,18 +24,35 @@ from solutions.features.layout import WINNER_FEATURE_NAMES, layout_feature_names
 from solutions.features.tile import tile_feature_names, tile_features
 
 FEATURE_LIMIT = 1e30  # features are clipped to +-this before the float32 cast
-FEATURE_VERSION = 3  # bump when a feature's definition changes: saved models then refuse to load
-# (2: heuristic_log_cost follows the heuristic's layout rule 2; 3: its rule 3, a roofline)
-# The first version whose features of each task this code still computes the same way: a saved model
-# of that version or later loads, an older one refuses. Versions 2 and 3 changed layout features only,
-# so a tile model saved by any version still loads (retraining one takes minutes for nothing).
-SAME_FEATURES_SINCE = {"tile": 1, "layout": 3}
+FEATURE_VERSION = 3  # bump when a feature's definition changes (and say what in FEATURE_CHANGES)
+# What each version changed, and in which task's features: a model saved before a change to its task's
+# features refuses to load, naming the change; one whose task's features did not change loads (versions
+# 2 and 3 changed layout features only, so a tile model saved by any version still loads: retraining
+# one takes minutes for nothing).
+FEATURE_CHANGES = {
+    2: ("layout", "heuristic_log_cost follows the heuristic's layout rule 2"),
+    3: ("layout", "heuristic_log_cost follows the heuristic's layout rule 3, a roofline"),
+}
+# The first version whose features of each task this code still computes the same way.
+SAME_FEATURES_SINCE = {
+    task: max((v for v, (changed, _) in FEATURE_CHANGES.items() if changed == task), default=1)
+    for task in ("tile", "layout")
+}
 
 
 def computes_the_same(task: str, version: object) -> bool:
     """Whether features of ``task`` saved as feature ``version`` are what this code computes."""
     since = SAME_FEATURES_SINCE.get(task, FEATURE_VERSION)
     return isinstance(version, int) and not isinstance(version, bool) and since <= version <= FEATURE_VERSION
+
+
+def changes_since(task: str, version: object) -> str:
+    """What changed in ``task``'s features after a saved ``version``, for the message of a model that
+    refuses to load ("" when this code records nothing, or the version is not a whole number)."""
+    if not isinstance(version, int) or isinstance(version, bool):
+        return ""
+    return "; ".join(f"version {v}: {what}" for v, (changed, what) in sorted(FEATURE_CHANGES.items())
+                     if changed == task and v > version)
 
 
 @dataclass(frozen=True)
@@ -61,13 +78,11 @@ class FeatureSettings:
     # settings saved before a field existed get its default
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FeatureSettings:
-        version = data.get("version")
-        if not computes_the_same(str(data.get("task")), version):
-            raise ValueError(
-                f"saved features are version {version}, "
-                f"this code computes version {FEATURE_VERSION}; "
-                "retrain the model"
-            )
+        version, task = data.get("version"), str(data.get("task"))
+        if not computes_the_same(task, version):
+            changed = changes_since(task, version)
+            raise ValueError(f"saved features are version {version}, this code computes version "
+                             f"{FEATURE_VERSION}{f' ({changed})' if changed else ''}; retrain the model")
         return cls(**{**data, "version": FEATURE_VERSION})  # the same features: saved again as this version
 
 

@@ -18,7 +18,7 @@ from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
 from competition.tasks import TILE_CONFIG_DIM, Task
 from solutions import distributed
-from solutions.features.engineered import FEATURE_VERSION, computes_the_same
+from solutions.features.engineered import FEATURE_VERSION, changes_since, computes_the_same
 from solutions.features.layout import layout_feature_names
 from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
 from solutions.gnn.model import LayoutRanker, TileRanker
@@ -442,9 +442,12 @@ def _check_engineered_columns(saved: dict | None, meta_path: Path) -> None:
         raise SavedModelError(f"{meta_path}: the model reads engineered layout features but the file does "
                               f"not record which; retrain the model")
     names = list(saved.get("names") or [])
-    differs = next((f"column {i}: {a!r} saved, {b!r} now" for i, (a, b) in
-                    enumerate(zip(names, now["names"], strict=False)) if a != b),
-                   f"{len(names)} columns saved, {len(now['names'])} now")
+    if same_names:  # the same columns, one of them computed differently since: say which
+        differs = changes_since("layout", saved.get("version")) or "the same columns"
+    else:
+        differs = next((f"column {i}: {a!r} saved, {b!r} now" for i, (a, b) in
+                        enumerate(zip(names, now["names"], strict=False)) if a != b),
+                       f"{len(names)} columns saved, {len(now['names'])} now")
     raise SavedModelError(f"{meta_path}: trained on engineered layout features (version "
                           f"{saved.get('version')!r}) that this kit computes differently (version "
                           f"{now['version']}; {differs}); retrain the model")
