@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gnn import FAST, LAYOUT, layout_graph
 
+from benchmarks.bench_real import VARIANTS
 from competition.data.graphs import iter_split
 from solutions.gnn import GNNRanker
 from solutions.gnn.data import configurable_links, layout_example
@@ -215,24 +216,22 @@ def test_every_collection_starts_from_the_hinge_and_a_param_wins():
     assert GNNConfig.for_collection("layout:nlp:default").loss == "hinge"
 
 
-def test_no_collection_starts_from_the_heuristic_and_a_refused_default_says_where_it_came_from(monkeypatch):
-    """heuristic_prior stays off everywhere (docs/gnn.md, "Starting from the heuristic"); a value a
-    collection's defaults gave and another setting contradicts is refused naming that collection."""
-    from solutions.gnn import settings as settings_module
-
-    for name in ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default",
-                 "layout:nlp:random"):
+def test_only_the_xla_random_search_starts_from_the_heuristic_and_gives_way_to_the_persons_settings():
+    """heuristic_prior=3 is layout:xla:random's default alone (docs/gnn.md, "Starting from the
+    heuristic"); a --param wins, a person's engineered_features=false makes the prior give way instead of
+    a refusal, and an error that is the person's own is still refused, in their terms."""
+    assert GNNConfig.for_collection("layout:xla:random").heuristic_prior == 3.0
+    for name in ("tile:xla", "layout:xla:default", "layout:nlp:default", "layout:nlp:random"):
         assert GNNConfig.for_collection(name).heuristic_prior == 0.0
-    monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, "layout:xla:default", {"heuristic_prior": 3.0})
-    assert GNNConfig.for_collection("layout:xla:default").heuristic_prior == 3.0
-    assert GNNConfig.for_collection("layout:xla:default", heuristic_prior=0).heuristic_prior == 0.0
-    with pytest.raises(SettingError, match=r"layout:xla:default starts from heuristic_prior=3\.0"):
-        GNNConfig.for_collection("layout:xla:default", engineered_features=False)
-    assert not GNNConfig.for_collection("layout:xla:default", engineered_features=False,
-                                        heuristic_prior=0).engineered_features
+    assert GNNConfig.for_collection("layout:xla:random", heuristic_prior=0).heuristic_prior == 0.0
+    assert GNNConfig.for_collection("layout:xla:random", heuristic_prior=10).heuristic_prior == 10.0
+    plain = GNNConfig.for_collection("layout:xla:random", engineered_features=False)
+    assert (plain.engineered_features, plain.heuristic_prior) == (False, 0.0)
+    former = GNNConfig.for_collection("layout:xla:random", **VARIANTS["gnn-former"][1])
+    assert (former.engineered_features, former.heuristic_prior, former.fusion) == (False, 0.0, "early")
     with pytest.raises(SettingError, match="add engineered_features=true") as refused:
         GNNConfig.for_collection("layout:xla:random", engineered_features=False, heuristic_prior=1)
-    assert "starts from" not in str(refused.value)  # the person's own value: nothing to explain
+    assert "heuristic_prior=1" in str(refused.value) and "3.0" not in str(refused.value)
 
 
 def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tmp_path, monkeypatch):

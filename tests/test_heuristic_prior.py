@@ -63,3 +63,16 @@ def test_gbdt_with_a_huge_prior_and_one_round_ranks_as_the_heuristic(tiny_compet
 def test_a_prior_without_its_column_is_refused(method, params, message):
     with pytest.raises(SettingError, match=message):
         method(**params)
+
+
+def test_the_gnn_starts_xla_random_from_the_heuristic_unless_told_otherwise(tiny_competition, tmp_path):
+    """layout:xla:random's one collection default (docs/gnn.md): trained and saved with the prior;
+    a person's engineered_features=false trains without it instead of being refused."""
+    public = tiny_competition / "public"
+    assert LAYOUT.name == "layout:xla:random"
+    ranker = _fit(GNNRanker(**FAST), public)
+    assert ranker.config.heuristic_prior == ranker.model.heuristic_prior == 3.0
+    ranker.save(tmp_path / "model")
+    assert GNNRanker.load(tmp_path / "model").model.heuristic_prior == 3.0
+    plain = _fit(GNNRanker(**FAST, engineered_features=False), public)
+    assert (plain.config.engineered_features, plain.model.heuristic_prior) == (False, 0.0)
