@@ -149,7 +149,7 @@ class GNNConfig:
 # it ranks the real random search +0.09 better (five competitions, intervals above zero) and trained
 # within that real graph +0.01; the embedded competitions lean the other way, by less (`small`
 # validation -0.005, full size -0.01 to -0.02), and the real check wins (docs/gnn.md, "Starting from
-# the heuristic"). On layout:xla:default it costs within the real `unet_3d`
-# default search and, on generator version 6, in transfer on `unet3d`; the nlp collections have no real
-# labels, and it cost on their embedded validation splits.
+# the heuristic"). On layout:xla:default it costs within the real `unet_3d` default search and, on
+# generator version 6, in transfer on `unet3d`; the nlp collections have no real labels, and it cost on
+# their embedded validation splits.
 COLLECTION_DEFAULTS: dict[str, dict[str, object]] = {"layout:xla:random": {"heuristic_prior": 3.0}}

@@ -78,6 +78,11 @@ _MASK64 = (1 << 64) - 1
 _VALUE_WEIGHTS = np.random.default_rng(0x5EED).integers(1, 2**63, size=18, dtype=np.uint64) | np.uint64(1)
 
 
+def _hashed(values: np.ndarray) -> np.ndarray:
+    """A hash of the last axis of layout values (-1 and up, at most 18 of them): (..., m) -> (...) uint64."""
+    return ((values.astype(np.uint64) + np.uint64(2)) * _VALUE_WEIGHTS[:values.shape[-1]]).sum(axis=-1)
+
+
 def _splitmix(x: np.ndarray) -> np.ndarray:
     """A 64-bit mixing function of ``x`` (uint64): distinct weights per row and per node."""
     z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
@@ -249,21 +254,19 @@ def layout_graph_stats(path: str | Path, runtime: np.ndarray | None = None, *,
         start = 0
         for chunk in _config_chunks(archive, path, chunk_bytes):
             k = len(chunk)
-            setting = ((chunk.astype(np.uint64) + np.uint64(2)) * _VALUE_WEIGHTS).sum(axis=2)  # (k, nc)
+            setting = _hashed(chunk)  # (k, nc)
             config_hash = np.concatenate([config_hash, (setting * node_weights).sum(axis=1)])
             row_weights = _splitmix(np.arange(start, start + k, dtype=np.uint64))
             column_hash += (setting * row_weights[:, None]).sum(axis=0)
-            for j in range(nc):
-                settings[j].update(np.unique(setting[:, j]).tolist())
             tensors = chunk.reshape(k, nc, 3, 6)
             set_slots = (tensors >= 0).sum(axis=3)
-            tensor_hash = ((tensors.astype(np.uint64) + np.uint64(2)) * _VALUE_WEIGHTS[:6]).sum(axis=3)
+            tensor_hash = _hashed(tensors)  # (k, nc, 3)
             for j in range(nc):
+                settings[j].update(np.unique(setting[:, j]).tolist())
                 for t in range(3):
                     tensor_settings[j][t].update(np.unique(tensor_hash[:, j, t]).tolist())
             if k:
-                ordered = np.sort(tensors, axis=3).astype(np.uint64) + np.uint64(2)
-                dims = (ordered * _VALUE_WEIGHTS[:6]).sum(axis=3)  # (k, nc, 3)
+                dims = _hashed(np.sort(tensors, axis=3))  # (k, nc, 3)
                 is_set = set_slots > 0
                 dims_low = np.minimum(dims_low, np.where(is_set, dims, dims_low).min(axis=0))
                 dims_high = np.maximum(dims_high, np.where(is_set, dims, dims_high).max(axis=0))
