@@ -40,6 +40,9 @@ def test_trained_on_the_gpu_ranks_the_same_on_the_cpu(tiny_competition, tmp_path
         pytest.skip("engineered rows are a layout setting")
     ranker = fit(tiny_competition, collection, {"engineered_features": engineered}, device="cuda")
     assert next(ranker.model.parameters()).device.type == "cuda" and ranker.result.steps > 0
+    # layout:xla:random starts from the heuristic's order by default, read off the engineered rows on the GPU
+    prior = 3.0 if engineered and collection is LAYOUT else 0.0
+    assert getattr(ranker.model, "heuristic_prior", 0.0) == prior
     ranker.save(tmp_path / "model")
     on_cpu = GNNRanker.load(tmp_path / "model")  # map_location cpu: a GPU model opens on a CPU-only machine
     assert next(on_cpu.model.parameters()).device.type == "cpu"
