@@ -155,6 +155,28 @@ def test_hash_collisions_fall_back_to_the_exact_path(monkeypatch):
     np.testing.assert_array_equal(honest.runtime, colliding.runtime)
 
 
+@pytest.mark.parametrize("block_words", [1, 5, 64])
+def test_rows_are_hashed_and_checked_a_block_at_a_time_with_the_same_groups(monkeypatch, block_words):
+    rng = np.random.default_rng(SEED)
+    configs = duplicated_configs(rng, (120, 4, 18), 2)
+    configs[:, :, 2:] = -1
+    runtimes = rng.integers(0, 1000, size=120)
+    monkeypatch.setattr(dedup, "_BLOCK_WORDS", block_words)  # blocks of 1 row, 1 row, 16 rows
+    result = deduplicate_configs(configs, runtimes)
+    firsts, inverse = slow_groups(configs)
+    assert result.unique_index.tolist() == firsts and result.inverse.tolist() == inverse
+    np.testing.assert_allclose(result.runtime, slow_runtime(runtimes, inverse, "min"))
+
+
+def test_a_collision_in_a_later_block_is_still_caught(monkeypatch):
+    rows = np.zeros((40, 3), np.int64)
+    rows[37] = [1, 2, 3]  # differs from the rest, in the last block of 8-row blocks
+    monkeypatch.setattr(dedup, "_BLOCK_WORDS", 24)
+    monkeypatch.setattr(dedup, "_hash_rows", lambda words: np.zeros(words.shape[0], np.uint64))
+    first, inverse = unique_row_index(rows)
+    assert first.tolist() == [0, 37] and inverse.tolist() == [0] * 37 + [1, 0, 0]
+
+
 def test_unique_row_index_any_dtype_and_width():
     rows = np.array([[1, 2, 3], [1, 2, 3], [0, 0, 0]], np.int16)  # 6 bytes a row: padded to 8
     assert [a.tolist() for a in unique_row_index(rows)] == [[0, 2], [0, 0, 1]]
@@ -270,3 +292,13 @@ def test_realscale_nlp_file_round_trip(tmp_path):
     rows, inverse = unique_node_config_rows(graph.node_config_feat)
     np.testing.assert_array_equal(rows[inverse], graph.node_config_feat)
     assert len(rows) <= 121 * 8
+
+
+def test_dedup_memory_benchmark_measures_both_ways_and_restores_the_block_size(monkeypatch):
+    from benchmarks.bench_pruning import bench_dedup_memory
+
+    monkeypatch.setattr(dedup, "_BLOCK_WORDS", 1 << 15)  # 256 KiB blocks: 34 MiB of keys is then many blocks
+    blocks = dedup._BLOCK_WORDS
+    table, met = bench_dedup_memory(configs=2_000, distinct=1_200)
+    assert met and blocks == dedup._BLOCK_WORDS
+    assert "the kit" in table and "baseline" in table
