@@ -49,14 +49,21 @@ import numpy as np
 
 from competition.collections import Collection
 from competition.data.graphs import Graph, TileGraph
+from solutions.features.engineered import is_whole_version
 from solutions.features.layout_geometry import layout_context, layout_geometry
 from solutions.features.shapes import config_chunks
 from solutions.features.tile import tile_geometry
 from solutions.method import FitOptions, SavedModelError, SplitSource
 
 HEURISTIC_FILE = "heuristic.json"
-# 1: also charged x3 for a layout that disagreed with its neighbour's; 2: padded elements, no roofline
-RULE_VERSION = 3
+RULE_VERSION = 3  # bump when a task's rule changes (and say what in RULE_CHANGES)
+# What each version changed, and in which task's rule: a heuristic saved before a change to its task's
+# rule refuses to load, naming the change; one whose task's rule did not change loads (versions 2 and 3
+# changed the layout rule only, so a tile heuristic saved by any version still loads).
+RULE_CHANGES = {
+    2: ("layout", "each output's padded elements, without rule 1's x3 charge for disagreeing neighbours"),
+    3: ("layout", "a roofline, the longer of the padded matrix work and the memory traffic"),
+}
 
 
 def tile_cost(graph: TileGraph) -> np.ndarray:
@@ -74,6 +81,16 @@ def layout_cost(graph: Graph) -> np.ndarray:
 
 # The rule of each task kind, by task name.
 COST_RULES = {"tile": tile_cost, "layout": layout_cost}
+# The first version whose rule of each task this code still computes.
+SAME_RULE_SINCE = {task: max((v for v, (changed, _) in RULE_CHANGES.items() if changed == task), default=1)
+                   for task in COST_RULES}
+
+
+def rule_changes_since(version: int, task: str | None) -> str:
+    """What changed in ``task``'s rule (every task's when None) after ``version``, for a refusal."""
+    return "; ".join(f"rule {v} changed the {changed} rule to {what}"
+                     for v, (changed, what) in sorted(RULE_CHANGES.items())
+                     if v > version and task in (None, changed))
 
 
 class HeuristicMethod:
@@ -82,9 +99,13 @@ class HeuristicMethod:
     name = "heuristic"
     learned = False
 
+    def __init__(self, task: str | None = None) -> None:
+        self.task = task  # the task it was fitted for: saved, so a rule change elsewhere leaves it loadable
+
     def fit(self, collection: Collection, train: SplitSource, valid: SplitSource,
             options: FitOptions) -> None:
-        """Nothing to learn (the rule uses no runtimes)."""
+        """Nothing to learn (the rule uses no runtimes); remembers the collection's task."""
+        self.task = collection.task.name
 
     def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
         """(c,) float64 log of the estimated cost, lower = faster.
@@ -97,17 +118,34 @@ class HeuristicMethod:
         return np.log1p(np.nan_to_num(cost, nan=0.0, posinf=np.finfo(np.float64).max))
 
     def save(self, path: Path) -> None:
-        """Write ``path/heuristic.json`` (the rule version; ``path`` is a directory, created if needed)."""
+        """Write ``path/heuristic.json`` (the rule version and task; ``path`` is a directory, created if
+        needed)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        (path / HEURISTIC_FILE).write_text(json.dumps({"method": self.name,
-                                                       "rule_version": RULE_VERSION}) + "\n")
+        data = {"method": self.name, "rule_version": RULE_VERSION}
+        if self.task is not None:
+            data["task"] = self.task
+        (path / HEURISTIC_FILE).write_text(json.dumps(data) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> HeuristicMethod:
-        data = json.loads((Path(path) / HEURISTIC_FILE).read_text())
-        if data.get("rule_version") != RULE_VERSION:
-            raise SavedModelError(f"{Path(path) / HEURISTIC_FILE}: saved heuristic rule version "
-                                  f"{data.get('rule_version')}, this code has {RULE_VERSION}; run without "
-                                  "--predict-only to write this rule's (it learns nothing: that is instant)")
-        return cls()
+        """The saved heuristic, when this code computes its task's rule as it did (a file saved without
+        its task, before 2026-11-27, must be of this very version)."""
+        file = Path(path) / HEURISTIC_FILE
+        retrain = "run without --predict-only to write this rule's (it learns nothing: that is instant)"
+        try:
+            data = json.loads(file.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SavedModelError(f"{file}: not a saved heuristic (not JSON: {exc}); {retrain}") from None
+        if not isinstance(data, dict):
+            raise SavedModelError(f"{file}: not a saved heuristic (a JSON object was expected); {retrain}")
+        version, task = data.get("rule_version"), data.get("task")
+        task = task if isinstance(task, str) and task in COST_RULES else None
+        since = SAME_RULE_SINCE[task] if task is not None else RULE_VERSION
+        if not (is_whole_version(version) and since <= version <= RULE_VERSION):
+            whole = is_whole_version(version)
+            changes = rule_changes_since(version, task) if whole else ""
+            shown = version if whole else f"{version!r} (not a whole number)"
+            raise SavedModelError(f"{file}: saved heuristic rule version {shown}, this code has "
+                                  f"{RULE_VERSION}{f' ({changes})' if changes else ''}; {retrain}")
+        return cls(task)

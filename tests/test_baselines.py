@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from competition.data.hlo import OPCODE_IDS
 from solutions.baselines import RandomMethod, graph_fingerprint, random_rows, sample_rows
 from solutions.features.layout_geometry import MACS_PER_ELEMENT
 from solutions.heuristics import HeuristicMethod, layout_cost, tile_cost
-from solutions.method import FitOptions, RankingMethod, SplitSource
+from solutions.method import FitOptions, RankingMethod, SavedModelError, SplitSource
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
 LAYOUT = COLLECTION_BY_NAME["layout:xla:random"]
@@ -230,6 +231,62 @@ def test_heuristic_save_load(tmp_path: Path):
     (tmp_path / "heuristic.json").write_text('{"rule_version": 0}')
     with pytest.raises(ValueError, match="rule version 0"):
         HeuristicMethod.load(tmp_path)
+
+
+def _saved_heuristic(path: Path, data: dict) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "heuristic.json").write_text(json.dumps({"method": "heuristic", **data}))
+    return path
+
+
+# A saved heuristic loads when this code computes its task's rule as it did; the tile rule has not
+# changed since rule 1, the layout rule changed in rules 2 and 3. A file without its task (saved before
+# the task was recorded) must be of this very version. The message names what changed.
+@pytest.mark.parametrize(("data", "refusal"), [
+    ({"rule_version": 1, "task": "tile"}, None),
+    ({"rule_version": 2, "task": "tile"}, None),
+    ({"rule_version": 3, "task": "tile"}, None),
+    ({"rule_version": 3, "task": "layout"}, None),
+    ({"rule_version": 3}, None),
+    ({"rule_version": 2, "task": "layout"}, r"version 2, this code has 3 \(rule 3 changed the layout rule"),
+    ({"rule_version": 1, "task": "layout"}, r"\(rule 2 changed the layout rule to .*; rule 3 changed"),
+    ({"rule_version": 2}, r"rule version 2, this code has 3 \(rule 3 changed the layout rule"),
+    ({"rule_version": 4, "task": "tile"}, r"rule version 4, this code has 3; run without --predict-only"),
+    ({"rule_version": "3", "task": "tile"}, r"rule version '3' \(not a whole number\), this code has 3; run"),
+    ({"rule_version": True, "task": "tile"}, r"rule version True \(not a whole number\), this code has 3"),
+    ({"rule_version": 1, "task": "mystery"}, r"rule version 1, this code has 3 \(rule 2 changed the layout"),
+], ids=["tile-1", "tile-2", "tile-3", "layout-3", "no-task-3", "layout-2", "layout-1", "no-task-2", "newer",
+        "string", "bool", "unknown-task"])
+def test_a_saved_heuristic_loads_when_its_tasks_rule_is_unchanged(tmp_path, data, refusal):
+    path = _saved_heuristic(tmp_path / "model", data)
+    if refusal is None:
+        assert HeuristicMethod.load(path).task == (data.get("task"))
+    else:
+        with pytest.raises(SavedModelError, match=refusal):
+            HeuristicMethod.load(path)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{not json", r"heuristic\.json: not a saved heuristic \(not JSON: "),
+    ("[3]", r"heuristic\.json: not a saved heuristic \(a JSON object was expected\); run without"),
+    ('{"rule_version": 3, "task": ["tile"]}', None),  # an unreadable task counts as unrecorded
+])
+def test_a_damaged_heuristic_file_is_refused_with_its_name(tmp_path, text, message):
+    (tmp_path / "heuristic.json").write_text(text)
+    if message is None:
+        assert HeuristicMethod.load(tmp_path).task is None
+    else:
+        with pytest.raises(SavedModelError, match=message):
+            HeuristicMethod.load(tmp_path)
+
+
+def test_a_fitted_heuristic_saves_its_task(tiny_competition, tmp_path):
+    method = HeuristicMethod()
+    public = tiny_competition / "public"
+    method.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"), FitOptions())
+    method.save(tmp_path)
+    assert json.loads((tmp_path / "heuristic.json").read_text()) == {"method": "heuristic", "rule_version": 3,
+                                                                     "task": "tile"}
 
 
 def _slow_rule_3(graph: LayoutGraph) -> np.ndarray:

@@ -555,7 +555,9 @@ def _stale(models: Path, name: str, old: str, new: str) -> None:
 # names the file and says what to do, never a traceback.
 @pytest.mark.parametrize(("method", "damage", "message"), [
     ("heuristic", lambda m: _stale(m, "heuristic.json", '"rule_version": 3', '"rule_version": 2'),
-     r"heuristic\.json: saved heuristic rule version 2, this code has 3; run without --predict-only"),
+     r"heuristic\.json: saved heuristic rule version 2, this code has 3 \(rule 3 changed the layout rule "
+     r"to a roofline, the longer of the padded matrix work and the memory traffic\); run without "
+     r"--predict-only"),
     ("gbdt", lambda m: _stale(m, "settings.json", '"version": 3', '"version": 2'),
      r"settings\.json: saved features are version 2, this code computes version 3 \(version 3: "
      r"heuristic_log_cost follows the heuristic's layout rule 3, a roofline\); retrain the model"),

@@ -40,7 +40,7 @@ SAME_FEATURES_SINCE = {
 }
 
 
-def _is_version(version: object) -> bool:
+def is_whole_version(version: object) -> bool:
     """A saved feature version is a whole number (a bool, string or float is not one)."""
     return isinstance(version, int) and not isinstance(version, bool)
 
@@ -48,13 +48,13 @@ def _is_version(version: object) -> bool:
 def computes_the_same(task: str, version: object) -> bool:
     """Whether features of ``task`` saved as feature ``version`` are what this code computes."""
     since = SAME_FEATURES_SINCE.get(task, FEATURE_VERSION)
-    return _is_version(version) and since <= version <= FEATURE_VERSION
+    return is_whole_version(version) and since <= version <= FEATURE_VERSION
 
 
 def changes_since(task: str, version: object) -> str:
     """What changed in ``task``'s features after a saved ``version``, for the message of a model that
     refuses to load ("" when this code records nothing, or the version is not a whole number)."""
-    if not _is_version(version):
+    if not is_whole_version(version):
         return ""
     return "; ".join(f"version {v}: {what}" for v, (changed, what) in sorted(FEATURE_CHANGES.items())
                      if changed == task and v > version)
