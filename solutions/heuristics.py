@@ -132,13 +132,7 @@ class HeuristicMethod:
         """The saved heuristic, when this code computes its task's rule as it did (a file saved without
         its task, before 2026-11-27, must be of this very version)."""
         file = Path(path) / HEURISTIC_FILE
-        retrain = "run without --predict-only to write this rule's (it learns nothing: that is instant)"
-        try:
-            data = json.loads(file.read_text())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SavedModelError(f"{file}: not a saved heuristic (not JSON: {exc}); {retrain}") from None
-        if not isinstance(data, dict):
-            raise SavedModelError(f"{file}: not a saved heuristic (a JSON object was expected); {retrain}")
+        data = json.loads(file.read_text())
         version, task = data.get("rule_version"), data.get("task")
         task = task if isinstance(task, str) and task in COST_RULES else None
         since = SAME_RULE_SINCE[task] if task is not None else RULE_VERSION
@@ -147,5 +141,6 @@ class HeuristicMethod:
             changes = rule_changes_since(version, task) if whole else ""
             shown = version if whole else f"{version!r} (not a whole number)"
             raise SavedModelError(f"{file}: saved heuristic rule version {shown}, this code has "
-                                  f"{RULE_VERSION}{f' ({changes})' if changes else ''}; {retrain}")
+                                  f"{RULE_VERSION}{f' ({changes})' if changes else ''}; run without "
+                                  "--predict-only to write this rule's (it learns nothing: that is instant)")
         return cls(task)

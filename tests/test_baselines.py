@@ -266,18 +266,9 @@ def test_a_saved_heuristic_loads_when_its_tasks_rule_is_unchanged(tmp_path, data
             HeuristicMethod.load(path)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("{not json", r"heuristic\.json: not a saved heuristic \(not JSON: "),
-    ("[3]", r"heuristic\.json: not a saved heuristic \(a JSON object was expected\); run without"),
-    ('{"rule_version": 3, "task": ["tile"]}', None),  # an unreadable task counts as unrecorded
-])
-def test_a_damaged_heuristic_file_is_refused_with_its_name(tmp_path, text, message):
-    (tmp_path / "heuristic.json").write_text(text)
-    if message is None:
-        assert HeuristicMethod.load(tmp_path).task is None
-    else:
-        with pytest.raises(SavedModelError, match=message):
-            HeuristicMethod.load(tmp_path)
+def test_an_unreadable_saved_task_counts_as_unrecorded(tmp_path):
+    (tmp_path / "heuristic.json").write_text('{"rule_version": 3, "task": ["tile"]}')
+    assert HeuristicMethod.load(tmp_path).task is None
 
 
 def test_a_fitted_heuristic_saves_its_task(tiny_competition, tmp_path):
