@@ -17,7 +17,7 @@ import numpy as np
 from competition.collections import COLLECTIONS, Collection, parse_row_id
 from competition.data.graphs import Graph, list_split, read_config_count
 from competition.predictions import ranking_from_predictions
-from solutions.method import FitOptions, SplitSource
+from solutions.method import FitOptions, SplitSource, read_saved_json
 
 RANDOM_FILE = "random.json"
 
@@ -99,5 +99,5 @@ class RandomMethod:
 
     @classmethod
     def load(cls, path: Path) -> RandomMethod:
-        data = json.loads((Path(path) / RANDOM_FILE).read_text())
+        data = read_saved_json(Path(path) / RANDOM_FILE)
         return cls(seed=data["seed"])

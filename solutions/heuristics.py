@@ -53,7 +53,7 @@ from solutions.features.engineered import is_whole_version
 from solutions.features.layout_geometry import layout_context, layout_geometry
 from solutions.features.shapes import config_chunks
 from solutions.features.tile import tile_geometry
-from solutions.method import FitOptions, SavedModelError, SplitSource
+from solutions.method import FitOptions, SavedModelError, SplitSource, read_saved_json
 
 HEURISTIC_FILE = "heuristic.json"
 RULE_VERSION = 3  # bump when a task's rule changes (and say what in RULE_CHANGES)
@@ -132,7 +132,7 @@ class HeuristicMethod:
         """The saved heuristic, when this code computes its task's rule as it did (a file saved without
         its task, before 2026-11-27, must be of this very version)."""
         file = Path(path) / HEURISTIC_FILE
-        data = json.loads(file.read_text())
+        data = read_saved_json(file)
         version, task = data.get("rule_version"), data.get("task")
         task = task if isinstance(task, str) and task in COST_RULES else None
         since = SAME_RULE_SINCE[task] if task is not None else RULE_VERSION

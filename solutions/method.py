@@ -10,6 +10,7 @@ it into the submission row (``competition.predictions.ranking_from_predictions``
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,20 @@ class SavedModelError(ValueError):
     The message names the file and what is wrong; ``tpugraphs solve --predict-only`` shows it as a
     usage error instead of predicting with different settings.
     """
+
+
+def read_saved_json(file: Path) -> dict:
+    """A saved model's JSON file as a dict; ``SavedModelError`` naming the file when it is not one (a
+    damaged copy, a hand edit)."""
+    try:
+        data = json.loads(Path(file).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SavedModelError(f"{file}: not JSON ({exc}); write the model again (run without "
+                              "--predict-only)") from None
+    if not isinstance(data, dict):
+        raise SavedModelError(f"{file}: a JSON object was expected, not a {type(data).__name__}; write the "
+                              "model again (run without --predict-only)")
+    return data
 
 
 @runtime_checkable

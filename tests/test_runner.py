@@ -546,24 +546,28 @@ def test_predict_only_loads_a_tile_gbdt_model_of_an_older_feature_version(tiny_c
     assert (tmp_path / "out.csv").read_text() == (tmp_path / "sub.csv").read_text()
 
 
-# A damaged model folder (a hand edit, a truncated copy): a usage error naming the folder, never a traceback.
-@pytest.mark.parametrize(("method", "file", "text"), [
-    ("random", "random.json", "{not json"),
-    ("heuristic", "heuristic.json", "[3]"),
-    ("gbdt", "settings.json", "{not json"),
-    ("gbdt", "settings.json", "{}"),
-    ("gbdt", "model.txt", "not a LightGBM model"),
-    ("gnn", "gnn.json", "[1]"),
-    ("gnn", "gnn.pt", "truncated"),
+# A damaged model folder (a hand edit, a truncated copy): a usage error naming the file (or, for a broken
+# weight file, the folder) and what failed, never a traceback.
+NOT_JSON = r"tile_xla/{}: not JSON \(Expecting .*\); write the model again \(run without --predict-only\)"
+UNREADABLE = r"tile_xla: the saved {} model could not be read \(\w+: .*\); run without --predict-only first"
+
+
+@pytest.mark.parametrize(("method", "file", "text", "refusal"), [
+    ("random", "random.json", "{not json", NOT_JSON.format("random\\.json")),
+    ("heuristic", "heuristic.json", "[3]", r"heuristic\.json: a JSON object was expected, not a list; write"),
+    ("gbdt", "settings.json", "{not json", NOT_JSON.format("settings\\.json")),
+    ("gbdt", "settings.json", "{}", UNREADABLE.format("gbdt")),
+    ("gbdt", "model.txt", "not a LightGBM model", UNREADABLE.format("gbdt")),
+    ("gnn", "gnn.json", "[1]", r"gnn\.json: a JSON object was expected, not a list; write the model again"),
+    ("gnn", "gnn.pt", "truncated", UNREADABLE.format("gnn")),
 ], ids=["random-json", "heuristic-list", "gbdt-json", "gbdt-keys", "gbdt-booster", "gnn-list", "gnn-weights"])
-def test_predict_only_refuses_a_damaged_model_naming_its_folder(tiny_competition, tmp_path, method, file,
-                                                                text):
+def test_predict_only_refuses_a_damaged_model_in_words(tiny_competition, tmp_path, method, file, text,
+                                                       refusal):
     models = tmp_path / "sub.models"
     params = QUICK_GNN if method == "gnn" else None
     solve(public(tiny_competition), method, tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET,
           method_params=params)
     (models / "tile_xla" / file).write_text(text)
-    refusal = rf"tile_xla: the saved {method} model could not be read \(\w+: .*\); run without --predict-only"
     with pytest.raises(SolveError, match=refusal):
         solve(public(tiny_competition), method, tmp_path / "out.csv", collections=["tile:xla"], options=QUIET,
               model_dir=models, predict_only=True)

@@ -47,7 +47,7 @@ from solutions.gbdt.queries import (
     validation_queries,
 )
 from solutions.gbdt.settings import GBDTSettings
-from solutions.method import FitOptions, SavedModelError, SplitSource, with_random_search
+from solutions.method import FitOptions, SavedModelError, SplitSource, read_saved_json, with_random_search
 from solutions.selection import CROSS_VALIDATION, cv_fold_of, informative_graphs, plan_selection
 from solutions.settings import SettingError, check_names
 
@@ -278,7 +278,7 @@ class GBDTRanker:
         lgb = import_lightgbm()
 
         path = Path(path)
-        meta = json.loads((path / SETTINGS_FILE).read_text())
+        meta = read_saved_json(path / SETTINGS_FILE)
         try:
             features = FeatureSettings.from_json(meta["features"])
         except ValueError as exc:  # another feature version: its columns mean something else here

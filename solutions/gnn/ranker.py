@@ -24,7 +24,7 @@ from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample
 from solutions.gnn.model import LayoutRanker, TileRanker
 from solutions.gnn.settings import GNNConfig
 from solutions.gnn.train import TrainResult, predict_layout, predict_tile, train
-from solutions.method import FitOptions, SavedModelError, SplitSource, with_random_search
+from solutions.method import FitOptions, SavedModelError, SplitSource, read_saved_json, with_random_search
 from solutions.pruning import NO_PRUNING, GraphTransform, PruningNameError, parse_pruning
 from solutions.selection import CROSS_VALIDATION, SelectionPlan, cv_fold_of, min_configs, plan_selection
 from solutions.settings import SettingError, check_names
@@ -303,7 +303,7 @@ class GNNRanker:
         if not meta_path.is_file() or not model_path.is_file():
             raise FileNotFoundError(f"{path}: no saved gnn model here (expected {META_FILE} and "
                                     f"{MODEL_FILE})")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = read_saved_json(meta_path)
         if meta.get("format_version") not in READABLE_VERSIONS:
             raise SavedModelError(f"{meta_path}: format version {meta.get('format_version')!r}; "
                                   f"this kit reads {', '.join(map(str, READABLE_VERSIONS))}")
