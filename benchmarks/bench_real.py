@@ -242,12 +242,14 @@ def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dir
     for method in methods:
         base, params = VARIANTS.get(method, (method, {}))
         predictions: dict[str, list[list[np.ndarray]]] = {g.name: [] for g in real_graphs}
+        fit_seconds = dict.fromkeys(wanted, 0.0)  # a collection's models rank each of its real graphs
         for synth_seed, public in synth_dirs.items():
             for seed in seeds:
                 for name in wanted:
                     collection = COLLECTION_BY_NAME[name]
                     started = time.perf_counter()
                     model = _fit(base, params, public, collection, seed, time_budget_s)
+                    fit_seconds[name] += time.perf_counter() - started
                     for real in real_graphs:
                         if real.collection.name == name:
                             predictions[real.name].append(
@@ -256,7 +258,7 @@ def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dir
                     say(f"  transfer {method:<10} small seed {synth_seed} method seed {seed} {name:<20} "
                         f"{time.perf_counter() - started:6.1f} s")
         for real in real_graphs:
-            cell = Cell(real.name, method, "transfer")
+            cell = Cell(real.name, method, "transfer", fit_seconds=fit_seconds[real.collection.name])
             runs = predictions[real.name]
             cells.append(_summarise(cell, real, runs, [real.graphs] * len(runs), seed=0))
     return cells

@@ -4,6 +4,8 @@ real protos; the full run is a benchmark (``make bench-real``)."""
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,6 +34,23 @@ def test_smoke_run_on_tiny_ranks_the_shipped_real_graphs_with_both_protocols(tmp
     for cell in results["cells"]:
         assert cell["low"] <= cell["estimate"] <= cell["high"], cell
         assert -1 <= cell["estimate"] <= 1 and cell["runs"], cell
+
+
+def test_transfer_cells_carry_the_training_time_of_the_models_that_ranked_them(monkeypatch):
+    class Constant:
+        def predict(self, collection, graph):
+            return np.arange(graph.num_configs, dtype=np.float64)
+
+    def slow_fit(*args):
+        time.sleep(0.02)
+        return Constant()
+
+    monkeypatch.setattr(bench_real, "_fit", slow_fit)
+    real, _ = bench_real.find_real_graphs(None)  # the protos the kit ships
+    competitions = {0: Path("a"), 1: Path("b")}
+    cells = bench_real.run_transfer(real, ["random"], competitions, [0, 1], time_budget_s=None,
+                                    say=lambda line: None)
+    assert cells and all(cell.fit_seconds >= 4 * 0.02 for cell in cells)  # 2 competitions x 2 seeds
 
 
 def test_unknown_method_is_a_usage_error(capsys):
