@@ -812,3 +812,14 @@ def test_a_default_search_learns_from_the_random_search_too_when_asked(tiny_comp
     own = [default.row_id(p.stem) for p in split_dir(public, default, "train").glob("*.npz")]
     other = [random.row_id(p.stem) for p in split_dir(public, random, "train").glob("*.npz")]
     assert sorted(read) == sorted(own + other if learn_from_random_search else own)
+
+
+def test_take_features_moves_the_rows_into_one_matrix_without_holding_them_twice():
+    from solutions.gbdt.queries import Queries
+
+    rng = np.random.default_rng(0)
+    parts = [rng.random((n, 3)).astype(np.float32) for n in (4, 1, 7, 2)] * 20  # more parts than NPY_MAXARGS
+    queries = Queries(features=list(parts), labels=[np.zeros(len(p)) for p in parts])
+    taken = queries.take_features()
+    np.testing.assert_array_equal(taken, np.concatenate(parts))
+    assert taken.dtype == np.float32 and queries.features == []

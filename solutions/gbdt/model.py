@@ -144,7 +144,8 @@ class GBDTRanker:
             self.selection["cv_best_round"] = rounds
             valid_rows = Queries()  # the few informative valid graphs do not choose anything
         logger.info("%s: %s", collection.name, plan.note)
-        self.booster = self._train(collection, train_rows, valid_rows, settings, options, started, rounds)
+        self.booster = self._train(collection, train_rows, valid_rows, settings, options, started, rounds,
+                                   last_use=True)
         curve = valid_curve(self.history)
         self.best_iteration = (best_round(curve, settings.min_boost_round) if curve
                                else self.booster.current_iteration())
@@ -152,17 +153,20 @@ class GBDTRanker:
                     time.perf_counter() - started)
 
     def _train(self, collection: Collection, train_rows: Queries, valid_rows: Queries, settings: GBDTSettings,
-               options: FitOptions, started: float, rounds: int, history: dict | None = None):
+               options: FitOptions, started: float, rounds: int, history: dict | None = None,
+               last_use: bool = False):
         """One LightGBM run on ``train_rows``, scored every round on ``valid_rows`` (when it has queries)
-        into ``history`` (default ``self.history``) and stopped on its plateau."""
+        into ``history`` (default ``self.history``) and stopped on its plateau. ``last_use``: the caller
+        needs no more of ``train_rows``' features, which are moved into one matrix, not copied."""
         lgb = import_lightgbm()
         history = self.history if history is None else history
-        params = settings.lightgbm_params(seed=int(options.seed), max_group=int(train_rows.sizes.max()))
+        sizes = train_rows.sizes
+        params = settings.lightgbm_params(seed=int(options.seed), max_group=int(sizes.max()))
         ranking = settings.objective != "regression"
         dataset_params: dict[str, Any] = {"max_bin": settings.max_bin, "verbosity": -1}
-        train_x = np.concatenate(train_rows.features)
+        train_x = train_rows.take_features() if last_use else np.concatenate(train_rows.features)
         train_data = {"data": train_x, "label": np.concatenate(train_rows.labels),
-                      "group": train_rows.sizes if ranking else None,
+                      "group": sizes if ranking else None,
                       "init_score": self._prior(train_x),
                       "feature_name": feature_names(self.features),
                       "free_raw_data": True, "params": dataset_params}

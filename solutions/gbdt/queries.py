@@ -71,6 +71,20 @@ class Queries:
     def __len__(self) -> int:
         return len(self.features)
 
+    def take_features(self) -> np.ndarray:
+        """Every query's feature rows in one (rows, F) array, emptying ``features`` while it copies them
+        (last part first), so the rows are never held twice: for the last use of the training rows,
+        whose matrix is the largest the kit holds (874,881 x 168 float32, 561 MiB, on the full-size
+        tile collection)."""
+        dtype = np.result_type(*{part.dtype for part in self.features})  # distinct dtypes: few arguments
+        out = np.empty((int(self.sizes.sum()), self.features[0].shape[1]), dtype=dtype)
+        end = out.shape[0]
+        while self.features:
+            part = self.features.pop()
+            out[end - part.shape[0]:end] = part
+            end -= part.shape[0]
+        return out
+
     @property
     def sizes(self) -> np.ndarray:
         return np.array([f.shape[0] for f in self.features], dtype=np.int64)
