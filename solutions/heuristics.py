@@ -49,21 +49,14 @@ import numpy as np
 
 from competition.collections import Collection
 from competition.data.graphs import Graph, TileGraph
-from solutions.features.engineered import is_whole_version
 from solutions.features.layout_geometry import layout_context, layout_geometry
 from solutions.features.shapes import config_chunks
 from solutions.features.tile import tile_geometry
 from solutions.method import FitOptions, SavedModelError, SplitSource, read_saved_json
+from solutions.versions import VersionLog, is_whole_version
 
 HEURISTIC_FILE = "heuristic.json"
-RULE_VERSION = 3  # bump when a task's rule changes (and say what in RULE_CHANGES)
-# What each version changed, and in which task's rule: a heuristic saved before a change to its task's
-# rule refuses to load, naming the change; one whose task's rule did not change loads (versions 2 and 3
-# changed the layout rule only, so a tile heuristic saved by any version still loads).
-RULE_CHANGES = {
-    2: ("layout", "each output's padded elements, without rule 1's x3 charge for disagreeing neighbours"),
-    3: ("layout", "a roofline, the longer of the padded matrix work and the memory traffic"),
-}
+RULE_VERSION = 3  # bump when a task's rule changes (and say what in RULES)
 
 
 def tile_cost(graph: TileGraph) -> np.ndarray:
@@ -81,16 +74,13 @@ def layout_cost(graph: Graph) -> np.ndarray:
 
 # The rule of each task kind, by task name.
 COST_RULES = {"tile": tile_cost, "layout": layout_cost}
-# The first version whose rule of each task this code still computes.
-SAME_RULE_SINCE = {task: max((v for v, (changed, _) in RULE_CHANGES.items() if changed == task), default=1)
-                   for task in COST_RULES}
-
-
-def rule_changes_since(version: int, task: str | None) -> str:
-    """What changed in ``task``'s rule (every task's when None) after ``version``, for a refusal."""
-    return "; ".join(f"rule {v} changed the {changed} rule to {what}"
-                     for v, (changed, what) in sorted(RULE_CHANGES.items())
-                     if v > version and task in (None, changed))
+# What each version changed, and in which task's rule: a heuristic saved before a change to its task's
+# rule refuses to load, naming the change; one whose task's rule did not change loads (versions 2 and 3
+# changed the layout rule only, so a tile heuristic saved by any version still loads).
+RULES = VersionLog(RULE_VERSION, {
+    2: ("layout", "each output's padded elements, without rule 1's x3 charge for disagreeing neighbours"),
+    3: ("layout", "a roofline, the longer of the padded matrix work and the memory traffic"),
+}, tasks=tuple(COST_RULES))
 
 
 class HeuristicMethod:
@@ -134,12 +124,11 @@ class HeuristicMethod:
         file = Path(path) / HEURISTIC_FILE
         data = read_saved_json(file)
         version, task = data.get("rule_version"), data.get("task")
-        task = task if isinstance(task, str) and task in COST_RULES else None
-        since = SAME_RULE_SINCE[task] if task is not None else RULE_VERSION
-        if not (is_whole_version(version) and since <= version <= RULE_VERSION):
-            whole = is_whole_version(version)
-            changes = rule_changes_since(version, task) if whole else ""
-            shown = version if whole else f"{version!r} (not a whole number)"
+        task = task if isinstance(task, str) and task in COST_RULES else None  # unrecorded or unknown
+        if not RULES.computes_the_same(task, version):
+            changes = "; ".join(f"rule {v} changed the {changed} rule to {what}"
+                                for v, changed, what in RULES.changes_since(task, version))
+            shown = version if is_whole_version(version) else f"{version!r} (not a whole number)"
             raise SavedModelError(f"{file}: saved heuristic rule version {shown}, this code has "
                                   f"{RULE_VERSION}{f' ({changes})' if changes else ''}; run without "
                                   "--predict-only to write this rule's (it learns nothing: that is instant)")

@@ -189,7 +189,7 @@ def _load_method(info: MethodInfo, path: Path, device: str, retrain: str):
         raise SolveError(f"{exc}; {retrain}") from None
     except SavedModelError as exc:  # the message names the file and says what to do
         raise SolveError(str(exc)) from None
-    except Exception as exc:  # a damaged or foreign file (not JSON, a key missing, a truncated weight file)
+    except Exception as exc:  # a damaged or foreign file (a key missing, a broken LightGBM or torch file)
         raise SolveError(f"{path}: the saved {info.name} model could not be read ({type(exc).__name__}: "
                          f"{exc}); {retrain}") from None
     if hasattr(method, "set_device"):

@@ -22,42 +22,24 @@ from competition.data.graphs import Graph, LayoutGraph, TileGraph
 from solutions.features.graph_facts import check_kind, graph_feature_names, graph_features
 from solutions.features.layout import WINNER_FEATURE_NAMES, layout_feature_names, layout_features
 from solutions.features.tile import tile_feature_names, tile_features
+from solutions.versions import VersionLog
 
 FEATURE_LIMIT = 1e30  # features are clipped to +-this before the float32 cast
-FEATURE_VERSION = 3  # bump when a feature's definition changes (and say what in FEATURE_CHANGES)
+FEATURE_VERSION = 3  # bump when a feature's definition changes (and say what in FEATURES)
 # What each version changed, and in which task's features: a model saved before a change to its task's
 # features refuses to load, naming the change; one whose task's features did not change loads (versions
 # 2 and 3 changed layout features only, so a tile model saved by any version still loads: retraining
 # one takes minutes for nothing).
-FEATURE_CHANGES = {
+FEATURES = VersionLog(FEATURE_VERSION, {
     2: ("layout", "heuristic_log_cost follows the heuristic's layout rule 2"),
     3: ("layout", "heuristic_log_cost follows the heuristic's layout rule 3, a roofline"),
-}
-# The first version whose features of each task this code still computes the same way.
-SAME_FEATURES_SINCE = {
-    task: max((v for v, (changed, _) in FEATURE_CHANGES.items() if changed == task), default=1)
-    for task in ("tile", "layout")
-}
-
-
-def is_whole_version(version: object) -> bool:
-    """A saved feature version is a whole number (a bool, string or float is not one)."""
-    return isinstance(version, int) and not isinstance(version, bool)
-
-
-def computes_the_same(task: str, version: object) -> bool:
-    """Whether features of ``task`` saved as feature ``version`` are what this code computes."""
-    since = SAME_FEATURES_SINCE.get(task, FEATURE_VERSION)
-    return is_whole_version(version) and since <= version <= FEATURE_VERSION
+}, tasks=("tile", "layout"))
 
 
 def changes_since(task: str, version: object) -> str:
     """What changed in ``task``'s features after a saved ``version``, for the message of a model that
     refuses to load ("" when this code records nothing, or the version is not a whole number)."""
-    if not is_whole_version(version):
-        return ""
-    return "; ".join(f"version {v}: {what}" for v, (changed, what) in sorted(FEATURE_CHANGES.items())
-                     if changed == task and v > version)
+    return "; ".join(f"version {v}: {what}" for v, _, what in FEATURES.changes_since(task, version))
 
 
 @dataclass(frozen=True)
@@ -84,7 +66,7 @@ class FeatureSettings:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FeatureSettings:
         version, task = data.get("version"), str(data.get("task"))
-        if not computes_the_same(task, version):
+        if not FEATURES.computes_the_same(task, version):
             changed = changes_since(task, version)
             raise ValueError(f"saved features are version {version}, this code computes version "
                              f"{FEATURE_VERSION}{f' ({changed})' if changed else ''}; retrain the model")

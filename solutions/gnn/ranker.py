@@ -18,7 +18,7 @@ from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
 from competition.tasks import TILE_CONFIG_DIM, Task
 from solutions import distributed
-from solutions.features.engineered import FEATURE_VERSION, changes_since, computes_the_same
+from solutions.features.engineered import FEATURE_VERSION, FEATURES, changes_since
 from solutions.features.layout import layout_feature_names
 from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
 from solutions.gnn.model import LayoutRanker, TileRanker
@@ -436,7 +436,7 @@ def _check_engineered_columns(saved: dict | None, meta_path: Path) -> None:
     """SavedModelError unless the model's engineered features are the ones this kit computes."""
     now = engineered_columns()
     same_names = isinstance(saved, dict) and saved.get("names") == now["names"]
-    if same_names and computes_the_same("layout", saved.get("version")):
+    if same_names and FEATURES.computes_the_same("layout", saved.get("version")):
         return
     if not isinstance(saved, dict):
         raise SavedModelError(f"{meta_path}: the model reads engineered layout features but the file does "
