@@ -14,7 +14,7 @@ help:
 	@echo "make demo   create .venv, install the kit and its reference solutions, build the small embedded competition, solve, validate and score it"
 	@echo "make test   create .venv if needed and run every test (lint included)"
 	@echo "make bench  run the benchmarks and print their figures"
-	@echo "make bench-real  how every method ranks real TpuGraphs graphs (transfer from the embedded competition, within-graph), how additive real and embedded runtimes are, and which settings each method charges"
+	@echo "make bench-real  how every method ranks real TpuGraphs graphs (transfer from the embedded competition, within-graph, across real programs), how additive real and embedded runtimes are, and which settings each method charges"
 	@echo "make accel  optional: compile torch-scatter for the torch in .venv (cached; see README)"
 
 $(BIN)/python:

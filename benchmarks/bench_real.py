@@ -1,6 +1,6 @@
 """Real data decides: how the kit's methods rank real TpuGraphs graphs (``make bench-real``).
 
-The embedded competition is synthetic; this benchmark measures every method on real graphs, with two
+The embedded competition is synthetic; this benchmark measures every method on real graphs, with three
 protocols:
 
 - **transfer**: the method is trained on the embedded ``small`` competition (one model per competition
@@ -12,6 +12,16 @@ protocols:
   source's random-search folders) gets that random search whole beside its train part, as a program's
   two searches sit in the same split of the release: what a default-search collection that also learns
   from the random search (``learn_from_random_search``) sees when it trains on real data.
+- **across programs**: the method is trained on the labelled real graphs of *other programs* and ranks
+  every config of the held-out program's graphs, as a competitor's model trained on the real training
+  split ranks programs it has not seen. Programs are told apart by their graph (opcodes and edges), so
+  the shipped proto counts as the `unet_3d.4x4.bf16` it was measured on; they are dealt into ``--folds``
+  folds, and each fold's graphs are ranked by models trained on the rest. The training graphs are those
+  of the held-out graph's collection, or, when no other program has one, those of the other search of
+  the same source (the run says so). Each training graph's configs are split 80 / 20 into train and
+  valid (at most ``ACROSS_MAX_CONFIGS`` of them, a seeded sample, so that a full release is not copied
+  whole); the draw seeds that split. It answers what real training data of other programs teaches,
+  against what the embedded competition teaches (transfer).
 
 Real graphs: every labelled npz of a Kaggle-layout tree (default ``../shared/realdata/kaggle``, which is
 not redistributed: the run says so and goes on without it) plus the two real protos the kit ships
@@ -31,6 +41,7 @@ Results go to ``--out`` (JSON) and a Markdown table on stdout (BENCHMARKS.md, "R
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import sys
@@ -54,6 +65,7 @@ from solutions.run_checks import SolveError, parse_method_params
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
 METHODS = ("random", "heuristic", "gbdt", "gnn")
+PROTOCOLS = ("transfer", "within", "across")
 # The gnn's defaults before issue 14 (early fusion, no cross-config attention, hinge loss, no
 # engineered config features): the within-graph check holds the current defaults to them.
 VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
@@ -74,6 +86,8 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
 DRAWS = 2000
 SPLIT = (0.6, 0.2, 0.2)  # within-graph: train / valid / test shares of a graph's configs
 MIN_WITHIN_CONFIGS = 50  # fewer configs give a test part too small to rank
+ACROSS_VALID_SHARE = 0.2  # across programs: share of each training graph's configs in the valid split
+ACROSS_MAX_CONFIGS = 5000  # across programs: configs kept per training graph (gbdt reads 1,000)
 
 
 @dataclass
@@ -175,7 +189,7 @@ def graph_scores(predictions: Sequence[np.ndarray], graphs: Sequence[Graph]) -> 
                        for predicted, graph in zip(predictions, graphs, strict=True)])
 
 
-# -- the two protocols ------------------------------------------------------------------------------
+# -- the protocols ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -340,6 +354,107 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
     return cells
 
 
+def program_key(graph: Graph) -> str:
+    """What identifies a program: its graph's opcodes and edges (a program's two searches, and a proto
+    measured on the same program, share them; their config and runtime arrays differ)."""
+    digest = hashlib.sha1(np.ascontiguousarray(graph.node_opcode).tobytes())
+    digest.update(np.ascontiguousarray(graph.edge_index).tobytes())
+    return digest.hexdigest()[:12]
+
+
+def program_folds(real_graphs: Sequence[RealGraph], folds: int) -> list[list[RealGraph]]:
+    """The labelled real layout graphs dealt into at most ``folds`` folds, a program's graphs together
+    (programs in order of first appearance, dealt in turn); empty folds are dropped."""
+    programs: dict[str, list[RealGraph]] = {}
+    for real in real_graphs:
+        if real.collection.task.name == "layout":
+            programs.setdefault(program_key(real.graphs[0]), []).append(real)
+    dealt: list[list[RealGraph]] = [[] for _ in range(max(1, folds))]
+    for k, graphs in enumerate(programs.values()):
+        dealt[k % len(dealt)].extend(graphs)
+    return [fold for fold in dealt if fold]
+
+
+def across_tree(collection: Collection, training: Sequence[RealGraph], draw: int, root: Path) -> Path:
+    """A Kaggle-layout tree whose ``collection`` holds the ``training`` graphs' configs, each split
+    train / valid (``ACROSS_VALID_SHARE``; at most ``ACROSS_MAX_CONFIGS`` per graph, a seeded sample)."""
+    for k, real in enumerate(training):
+        graph = real.graphs[0]
+        rng = np.random.default_rng([draw, k, graph.num_configs])
+        order = rng.permutation(graph.num_configs)[:ACROSS_MAX_CONFIGS]
+        cut = int(round(len(order) * (1 - ACROSS_VALID_SHARE)))
+        for split, configs in (("train", order[:cut]), ("valid", order[cut:])):
+            path = split_dir(root, collection, split) / f"k{k}.npz"
+            save_graph(graph.select_configs(np.sort(configs)), path, compressed=False)
+    return root
+
+
+def across_training(held_out: RealGraph, others: Sequence[RealGraph]) -> tuple[list[RealGraph], str]:
+    """The graphs a model for ``held_out``'s collection trains on, from the other folds' ``others``, and
+    where they come from: the same collection's, else the same source's other search."""
+    same = [g for g in others if g.collection.name == held_out.collection.name]
+    if same:
+        return same, "its collection"
+    source = [g for g in others if g.collection.source == held_out.collection.source]
+    return source, "the other search of its source"
+
+
+def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequence[int], draws: int,
+               folds: int, *, time_budget_s: float | None, say=print) -> list[Cell]:
+    """Train on the labelled real graphs of the other programs, rank each held-out program's graphs."""
+    cells: list[Cell] = []
+    dealt = program_folds([g for g in real_graphs if g.no_signal is None], folds)
+    if len(dealt) < 2:
+        say("  across programs: skipped, the labelled real layout graphs hold fewer than two programs")
+        return cells
+    # (held-out graph, its training graphs), grouped by what trains them: one fit serves every graph of
+    # a fold in the same collection.
+    plans: dict[tuple[int, str], tuple[list[RealGraph], list[RealGraph]]] = {}
+    for f, fold in enumerate(dealt):
+        others = [g for k, other in enumerate(dealt) if k != f for g in other]
+        for real in fold:
+            training, where = across_training(real, others)
+            if not training:
+                say(f"  across {real.name}: skipped, no other program of its source has a labelled graph")
+                continue
+            key = (f, real.collection.name)
+            if key not in plans:
+                say(f"  across {real.collection.name}, fold {f + 1} of {len(dealt)}: trained on {where}: "
+                    + ", ".join(g.name for g in training))
+                plans[key] = (training, [])
+            plans[key][1].append(real)
+    for method in methods:
+        base, params = VARIANTS.get(method, (method, {}))
+        predictions: dict[str, list[list[np.ndarray]]] = {}
+        fit_seconds: dict[str, float] = {}
+        held: dict[str, RealGraph] = {}
+        started = time.perf_counter()
+        for (_, collection_name), (training, ranked) in plans.items():
+            collection = COLLECTION_BY_NAME[collection_name]
+            work = Path(tempfile.mkdtemp(prefix="bench-real-across-"))
+            try:
+                for draw in range(draws):
+                    root = across_tree(collection, training, draw, work / f"draw{draw}")
+                    for seed in seeds:
+                        fit_started = time.perf_counter()
+                        model = _fit(base, params, root, collection, seed, time_budget_s)
+                        spent = time.perf_counter() - fit_started
+                        for real in ranked:
+                            held[real.name] = real
+                            fit_seconds[real.name] = fit_seconds.get(real.name, 0.0) + spent
+                            predictions.setdefault(real.name, []).append(
+                                [np.asarray(model.predict(collection, g), dtype=np.float64)
+                                 for g in real.graphs])
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        for name, runs in predictions.items():
+            real = held[name]
+            cell = Cell(name, method, "across", fit_seconds=fit_seconds[name])
+            cells.append(_summarise(cell, real, runs, [real.graphs] * len(runs), seed=0))
+        say(f"  across {method:<10} {len(predictions)} graphs {time.perf_counter() - started:6.1f} s")
+    return cells
+
+
 # -- report ------------------------------------------------------------------------------------------
 
 
@@ -389,10 +504,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME:METHOD:K=V,K=V",
                         help="an extra method with settings, e.g. gnn-hinge:gnn:loss=hinge (repeatable; then "
                              "name it in --methods)")
-    parser.add_argument("--protocols", default="transfer,within", help="transfer, within or both (default)")
+    parser.add_argument("--protocols", default="transfer,within,across",
+                        help="comma-separated, of transfer, within, across (default: all three)")
     parser.add_argument("--synth-seeds", default="0,1", help="embedded competitions to train on (transfer)")
     parser.add_argument("--seeds", default="0,1,2", help="method seeds")
-    parser.add_argument("--draws", type=int, default=3, help="within-graph: config splits per graph")
+    parser.add_argument("--draws", type=int, default=3,
+                        help="within-graph: config splits per graph; across programs: train / valid splits")
+    parser.add_argument("--folds", type=int, default=5,
+                        help="across programs: folds the programs are dealt into")
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds of training per fit (default: none)")
     parser.add_argument("--only", default=None, help="only real graphs whose name contains this text")
@@ -420,6 +539,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_real: unknown method(s) {', '.join(unknown)}", file=sys.stderr)
         return 2
     protocols = [p for p in args.protocols.split(",") if p]
+    if not protocols or any(p not in PROTOCOLS for p in protocols):
+        print(f"bench_real: --protocols {args.protocols!r}: expected a comma-separated list of "
+              f"{', '.join(PROTOCOLS)}", file=sys.stderr)
+        return 2
     seeds = [int(s) for s in args.seeds.split(",") if s]
     real_graphs, notes = find_real_graphs(args.real, protos=not args.no_protos)
     if args.only:
@@ -440,13 +563,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         cells += run_transfer(ranked, methods, synth_dirs, seeds, time_budget_s=args.time_budget)
     if "within" in protocols:
         cells += run_within(ranked, methods, seeds, args.draws, time_budget_s=args.time_budget)
+    if "across" in protocols:
+        cells += run_across(ranked, methods, seeds, args.draws, args.folds, time_budget_s=args.time_budget)
     for protocol in protocols:
         print(f"\n### {protocol}\n")
         print(table(cells, methods, protocol))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "methods": methods, "protocols": protocols, "seeds": seeds, "synth_seeds": args.synth_seeds,
-        "scale": args.scale, "draws": args.draws, "seconds": round(time.perf_counter() - started, 1),
+        "scale": args.scale, "draws": args.draws, "folds": args.folds,
+        "seconds": round(time.perf_counter() - started, 1),
         "left_out": {g.name: g.no_signal for g in real_graphs if g.no_signal},
         "cells": [c.to_json() for c in cells],
     }, indent=1) + "\n")

@@ -13,7 +13,8 @@ from real_protos import KAGGLE_TREE, needs_kaggle_tree, needs_realdata
 
 from benchmarks import bench_real
 from competition.data.graphs import LayoutGraph
-from competition.stats import tau_interval
+from competition.stats import layout_taus, tau_interval
+from solutions.heuristics import layout_cost
 
 
 @needs_realdata()
@@ -25,6 +26,8 @@ def test_smoke_run_on_tiny_ranks_the_shipped_real_graphs_with_both_protocols(tmp
     assert bench_real.main(argv) == 0
     printed = capsys.readouterr().out
     assert "no real Kaggle tree" in printed and "### transfer" in printed and "### within" in printed
+    # The proto alone is one program: nothing to train on across programs, and the run says so.
+    assert "across programs: skipped, the labelled real layout graphs hold fewer than two programs" in printed
     results = json.loads(out.read_text())
     cells = {(c["graph"], c["method"], c["protocol"]) for c in results["cells"]}
     layout = "layout:xla:default:proto/module_tuning_data_layout"
@@ -164,3 +167,89 @@ def test_the_within_tree_puts_the_programs_random_search_whole_beside_the_train_
     counts = sorted(g.num_configs for _, g in source.graphs())
     assert counts == [7, 36]  # the sibling whole, and the default search's train part (60 %)
     assert sum(t.num_configs for t in tests) == 12
+
+
+# -- across programs ----------------------------------------------------------------------------------
+
+
+def _program(nodes: int, runtimes: np.ndarray, seed: int = 0) -> LayoutGraph:
+    """A layout graph of a chain of ``nodes`` nodes (the program), one configurable node, random settings."""
+    rng = np.random.default_rng(seed)
+    c = len(runtimes)
+    return LayoutGraph(node_feat=np.zeros((nodes, 140), np.float32), node_opcode=np.ones(nodes, np.uint8),
+                       edge_index=np.array([[k + 1, k] for k in range(nodes - 1)]),
+                       config_runtime=np.asarray(runtimes, np.int64),
+                       node_config_feat=rng.integers(-1, 3, size=(c, 1, 18)).astype(np.float32),
+                       node_config_ids=np.array([1]), node_splits=np.array([[0]]))
+
+
+def _real(name: str, collection: str, graph: LayoutGraph) -> bench_real.RealGraph:
+    from competition.collections import COLLECTION_BY_NAME
+
+    return bench_real.RealGraph(name, COLLECTION_BY_NAME[collection], [graph], "kaggle")
+
+
+def test_a_program_is_its_graph_not_its_configs():
+    a = _program(5, np.arange(10) + 100, seed=0)
+    same_program = _program(5, np.arange(30) + 7, seed=1)  # another search: other configs and runtimes
+    assert bench_real.program_key(a) == bench_real.program_key(same_program)
+    assert bench_real.program_key(a) != bench_real.program_key(_program(6, np.arange(10) + 100))
+    rewired = _program(5, np.arange(10) + 100)
+    rewired.edge_index = rewired.edge_index[:, ::-1].copy()
+    assert bench_real.program_key(a) != bench_real.program_key(rewired)
+
+
+def test_a_programs_graphs_share_a_fold_and_folds_never_outnumber_programs():
+    graphs = [_real(f"layout:xla:default:train/p{n}", "layout:xla:default", _program(n, np.arange(10) + 1))
+              for n in (3, 4, 5)]
+    graphs.append(_real("layout:xla:random:train/p4", "layout:xla:random", _program(4, np.arange(20) + 1)))
+    folds = bench_real.program_folds(graphs, folds=5)
+    assert len(folds) == 3  # three programs
+    fold_of = {g.name: k for k, fold in enumerate(folds) for g in fold}
+    assert fold_of["layout:xla:default:train/p4"] == fold_of["layout:xla:random:train/p4"]
+    assert len(bench_real.program_folds(graphs, folds=2)) == 2
+
+
+def test_a_held_out_graph_trains_on_its_collection_else_on_the_other_search_of_its_source():
+    default = _real("layout:xla:default:train/a", "layout:xla:default", _program(3, np.arange(10) + 1))
+    random = _real("layout:xla:random:train/b", "layout:xla:random", _program(4, np.arange(10) + 1))
+    nlp = _real("layout:nlp:random:train/c", "layout:nlp:random", _program(5, np.arange(10) + 1))
+    held = _real("layout:xla:random:valid/d", "layout:xla:random", _program(6, np.arange(10) + 1))
+    assert bench_real.across_training(held, [default, random, nlp]) == ([random], "its collection")
+    assert bench_real.across_training(held, [default, nlp]) == ([default], "the other search of its source")
+    assert bench_real.across_training(held, [nlp]) == ([], "the other search of its source")
+
+
+def test_the_across_tree_splits_each_training_graph_into_train_and_valid(tmp_path, monkeypatch):
+    from competition.collections import COLLECTION_BY_NAME
+    from solutions.method import SplitSource
+
+    monkeypatch.setattr(bench_real, "ACROSS_MAX_CONFIGS", 40)
+    collection = COLLECTION_BY_NAME["layout:xla:random"]
+    training = [_real("layout:xla:default:train/a", "layout:xla:default", _program(3, np.arange(50) + 1)),
+                _real("layout:xla:default:train/b", "layout:xla:default", _program(4, np.arange(20) + 1))]
+    root = bench_real.across_tree(collection, training, 0, tmp_path)
+    train = sorted(g.num_configs for _, g in SplitSource(root, collection, "train").graphs())
+    valid = sorted(g.num_configs for _, g in SplitSource(root, collection, "valid").graphs())
+    assert train == [16, 32] and valid == [4, 8]  # 80 / 20 of 20 and of the 40 kept of 50
+    again = bench_real.across_tree(collection, training, 0, tmp_path / "again")
+    first = [g.config_runtime for _, g in SplitSource(root, collection, "valid").graphs()]
+    second = [g.config_runtime for _, g in SplitSource(again, collection, "valid").graphs()]
+    assert all(np.array_equal(x, y) for x, y in zip(first, second, strict=True))  # the draw seeds it
+
+
+@needs_kaggle_tree
+def test_across_programs_ranks_every_real_layout_graph_with_models_of_the_other_program(capsys):
+    graphs, _ = bench_real.find_real_graphs(KAGGLE_TREE, protos=True)
+    ranked = [g for g in graphs if g.no_signal is None]
+    cells = bench_real.run_across(ranked, ["heuristic"], seeds=[0], draws=1, folds=5, time_budget_s=None)
+    printed = capsys.readouterr().out
+    # unet3d and unet_3d.4x4.bf16 (with the proto, measured on the same program) are the two programs.
+    assert "fold 1 of 2" in printed and "fold 2 of 2" in printed
+    assert "trained on the other search of its source: layout:xla:default:train/unet3d" in printed
+    assert {c.graph for c in cells} == {g.name for g in ranked if g.collection.task_name == "layout"}
+    # The heuristic learns nothing, so each graph is ranked as the rule alone ranks it.
+    for cell in cells:
+        graph = next(g for g in ranked if g.name == cell.graph).graphs[0]
+        expected = layout_taus([layout_cost(graph)], [graph.config_runtime.astype(np.float64)])
+        assert cell.runs == [round(float(expected[0]), 4)]
