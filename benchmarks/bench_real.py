@@ -543,6 +543,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_real: --protocols {args.protocols!r}: expected a comma-separated list of "
               f"{', '.join(PROTOCOLS)}", file=sys.stderr)
         return 2
+    if args.folds < 2:
+        print(f"bench_real: --folds {args.folds}: needs 2 or more (each fold is ranked by models trained on "
+              "the others)", file=sys.stderr)
+        return 2
     seeds = [int(s) for s in args.seeds.split(",") if s]
     real_graphs, notes = find_real_graphs(args.real, protos=not args.no_protos)
     if args.only:

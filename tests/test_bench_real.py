@@ -56,6 +56,16 @@ def test_transfer_cells_carry_the_training_time_of_the_models_that_ranked_them(m
     assert cells and all(cell.fit_seconds >= 4 * 0.02 for cell in cells)  # 2 competitions x 2 seeds
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--protocols", "transfer,magic"], "--protocols 'transfer,magic': expected a comma-separated list of"),
+    (["--protocols", ","], "expected a comma-separated list of transfer, within, across"),
+    (["--folds", "1"], "--folds 1: needs 2 or more"),
+])
+def test_bad_protocols_and_folds_are_usage_errors(argv, message, capsys):
+    assert bench_real.main([*argv, "--no-protos", "--real", "/nonexistent"]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_unknown_method_is_a_usage_error(capsys):
     assert bench_real.main(["--methods", "gbdt,magic", "--no-protos", "--real", "/nonexistent"]) == 2
     assert "unknown method(s) magic" in capsys.readouterr().err
