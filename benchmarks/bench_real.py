@@ -21,7 +21,8 @@ protocols:
   the same source (the run says so). Each training graph's configs are split 80 / 20 into train and
   valid (at most ``ACROSS_MAX_CONFIGS`` of them, a seeded sample, so that a full release is not copied
   whole); the draw seeds that split. It answers what real training data of other programs teaches,
-  against what the embedded competition teaches (transfer).
+  against what the embedded competition teaches (transfer). Layout graphs only: the tile kernels at hand
+  are too few to hold programs out.
 
 Real graphs: every labelled npz of a Kaggle-layout tree (default ``../shared/realdata/kaggle``, which is
 not redistributed: the run says so and goes on without it) plus the two real protos the kit ships
