@@ -133,6 +133,21 @@ def _tossing_page(session_value: str, token: str):
     return Starlette(routes=[Route("/", lambda request: HTMLResponse(html))])
 
 
+def _wait_for_cookie(context, url: str, name: str, value: str, timeout_s: float = 10.0) -> None:
+    """Until the browser's cookie store sends ``name=value`` to ``url`` (fails after ``timeout_s``)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        sent = {c["name"]: c["value"] for c in context.cookies(url)}
+        if sent.get(name) == value:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"the planted {name} cookie never reached the cookie store "
+                        f"(it holds {sent.get(name)!r})")
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 def test_cookie_tossing_from_another_port_fails_in_a_browser(browser, sqlite_url, tiny, tmp_path):
     leaderboard = init_competition(sqlite_url, tiny, daily_limit=5)
@@ -143,7 +158,8 @@ def test_cookie_tossing_from_another_port_fails_in_a_browser(browser, sqlite_url
     with LiveServer(create_app(Settings(db_url=sqlite_url, board_cache_s=0.0))) as site:
         planted = _session_made_elsewhere(site.url, attacker_token, ATTACKER_KEY)
         with LiveServer(_tossing_page(planted, attacker_token)) as sibling:
-            page = browser.new_context().new_page()
+            context = browser.new_context()
+            page = context.new_page()
             page.goto(site.url + "/mine")
             page.fill("input[name=token]", victim_token)
             page.click("button[type=submit]")
@@ -151,6 +167,9 @@ def test_cookie_tossing_from_another_port_fails_in_a_browser(browser, sqlite_url
 
             page.goto(sibling.url + "/")  # the same host on another port: it shares the cookie jar
             page.wait_for_function("document.title === 'planted'")
+            # A page's cookie writes reach the browser's cookie store asynchronously; on a loaded machine
+            # the next navigation could otherwise still carry the victim's cookie.
+            _wait_for_cookie(context, site.url, sessions.SESSION_COOKIE, planted)
 
             page.goto(site.url + "/submit")
             assert page.inner_text("#signed-in-team") == "Team C"  # the attack reached the cookies...
