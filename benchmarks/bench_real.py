@@ -51,11 +51,12 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, SPLITS, Collection
-from competition.data.graphs import Graph, load_graph, save_graph
+from competition.data.graphs import Graph, load_graph, read_config_count, read_config_runtime, save_graph
 from competition.data.locate import embedded_competition
 from competition.data.protos.featurize import featurize_file
 from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
@@ -91,20 +92,49 @@ ACROSS_VALID_SHARE = 0.2  # across programs: share of each training graph's conf
 ACROSS_MAX_CONFIGS = 5000  # across programs: configs kept per training graph (gbdt reads 1,000)
 
 
+class GraphFiles(Sequence[Graph]):
+    """Graphs read from their files at each use, so that a run over a whole release holds one layout
+    graph at a time: the full release's labelled layout graphs do not fit in memory together."""
+
+    def __init__(self, paths: Sequence[Path], kind: str) -> None:
+        self.paths = [Path(p) for p in paths]
+        self.kind = kind
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    @overload
+    def __getitem__(self, k: int) -> Graph: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> GraphFiles: ...
+
+    def __getitem__(self, k: int | slice) -> Graph | GraphFiles:
+        if isinstance(k, slice):
+            return GraphFiles(self.paths[k], self.kind)
+        return load_graph(self.paths[k], self.kind)
+
+
+def _config_count(graph: Graph | Path) -> int:
+    return read_config_count(graph) if isinstance(graph, Path) else graph.num_configs
+
+
 @dataclass
 class RealGraph:
     """One labelled real graph, or a group of real tile kernels scored together."""
 
     name: str
     collection: Collection
-    graphs: list[Graph]  # one layout graph, or the tile kernels of one source
+    graphs: Sequence[Graph]  # one layout graph (GraphFiles: read when used), or one source's tile kernels
     source: str
     no_signal: str | None = None  # why the graph cannot be ranked, if it cannot
-    # A default-search layout graph: the random search of the same program, when it is at hand.
-    random_search: Graph | None = None
+    # A default-search layout graph: the random search of the same program (its file), when it is at hand.
+    random_search: Graph | Path | None = None
 
     @property
     def num_configs(self) -> int:
+        if isinstance(self.graphs, GraphFiles):
+            return sum(read_config_count(p) for p in self.graphs.paths)
         return sum(g.num_configs for g in self.graphs)
 
 
@@ -134,20 +164,26 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
     notes: list[str] = []
     if kaggle_tree is not None and kaggle_tree.is_dir():
         kernels: list[Graph] = []
+        always_best: list[str] = []  # tile kernels too small to rank: "name (k configs)"
         for collection in COLLECTIONS:
             for split in SPLITS:
                 for path in sorted(split_dir(kaggle_tree, collection, split).glob("*.npz")):
-                    graph = load_graph(path, collection.task.name)
-                    if not np.any(graph.config_runtime > 0):
+                    if not np.any(read_config_runtime(path) > 0):
                         continue  # a test graph: runtimes are hidden
-                    if collection.task.name == "layout":
-                        found.append(RealGraph(f"{collection.name}:{split}/{path.stem}", collection, [graph],
-                                               "kaggle", _signal(graph)))
+                    graph = load_graph(path, collection.task.name)
+                    if collection.task.name == "layout":  # read again when used: one in memory at a time
+                        found.append(RealGraph(f"{collection.name}:{split}/{path.stem}", collection,
+                                               GraphFiles([path], "layout"), "kaggle", _signal(graph)))
+                        del graph
                     elif _always_best(graph):
-                        notes.append(f"left out: tile kernel {path.stem}: {graph.num_configs} configs, "
-                                     f"so any row holds the best (score 1 whatever the method)")
+                        always_best.append(f"{path.stem} ({graph.num_configs} configs)")
                     else:
                         kernels.append(graph)
+        if always_best:  # one note, not one per kernel: a full release has hundreds
+            more = len(always_best) - 3
+            shown = ", ".join(always_best[:3]) + (f" and {more} more" if more > 0 else "")
+            notes.append(f"left out: {len(always_best)} tile kernel(s) with too few configs to rank, so any "
+                         f"row holds the best (score 1 whatever the method): {shown}")
         if kernels:
             found.append(RealGraph(f"tile:xla:kaggle ({len(kernels)} kernels)",
                                    COLLECTION_BY_NAME["tile:xla"], kernels, "kaggle"))
@@ -177,7 +213,8 @@ def _pair_searches(found: list[RealGraph]) -> None:
         if g.collection.search == "default":
             sibling = by_program.get((random_search_of(g.collection).name, program(g)[1]))
             if sibling is not None:
-                g.random_search = sibling.graphs[0]
+                g.random_search = (sibling.graphs.paths[0] if isinstance(sibling.graphs, GraphFiles)
+                                   else sibling.graphs[0])
 
 
 # -- scoring ---------------------------------------------------------------------------------------
@@ -275,7 +312,8 @@ def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dir
         for real in real_graphs:
             cell = Cell(real.name, method, "transfer", fit_seconds=fit_seconds[real.collection.name])
             runs = predictions[real.name]
-            cells.append(_summarise(cell, real, runs, [real.graphs] * len(runs), seed=0))
+            truth = list(real.graphs)  # read once for every run
+            cells.append(_summarise(cell, real, runs, [truth] * len(runs), seed=0))
     return cells
 
 
@@ -308,8 +346,12 @@ def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Grap
         return None
     split_dir(root, real.collection, "valid").mkdir(parents=True, exist_ok=True)
     if real.random_search is not None:  # its program's random search, whole, in the training split
-        save_graph(real.random_search, split_dir(root, random_search_of(real.collection), "train") / "k0.npz",
-                   compressed=False)
+        target = split_dir(root, random_search_of(real.collection), "train") / "k0.npz"
+        if isinstance(real.random_search, Path):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(real.random_search, target)
+        else:
+            save_graph(real.random_search, target, compressed=False)
     return root, tests
 
 
@@ -323,7 +365,7 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
             continue
         if real.random_search is not None:
             say(f"  within {real.name}: its program's random search "
-                f"({real.random_search.num_configs} configs) is in the training split too")
+                f"({_config_count(real.random_search)} configs) is in the training split too")
         trees = []
         work = Path(tempfile.mkdtemp(prefix="bench-real-"))
         try:
@@ -451,7 +493,8 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
         for name, runs in predictions.items():
             real = held[name]
             cell = Cell(name, method, "across", fit_seconds=fit_seconds[name])
-            cells.append(_summarise(cell, real, runs, [real.graphs] * len(runs), seed=0))
+            truth = list(real.graphs)  # read once for every run
+            cells.append(_summarise(cell, real, runs, [truth] * len(runs), seed=0))
         say(f"  across {method:<10} {len(predictions)} graphs {time.perf_counter() - started:6.1f} s")
     return cells
 

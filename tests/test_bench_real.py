@@ -154,7 +154,7 @@ def test_a_default_search_graph_is_paired_with_its_programs_random_search():
     graphs, _ = bench_real.find_real_graphs(KAGGLE_TREE, protos=False)
     names = {g.name: g for g in graphs}
     default = names["layout:xla:default:valid/unet_3d.4x4.bf16"]
-    assert default.random_search is names["layout:xla:random:valid/unet_3d.4x4.bf16"].graphs[0]
+    assert default.random_search == names["layout:xla:random:valid/unet_3d.4x4.bf16"].graphs.paths[0]
     assert names["layout:xla:default:train/unet3d"].random_search is None  # no random search at hand
     assert names["layout:xla:random:valid/unet_3d.4x4.bf16"].random_search is None
 
@@ -263,3 +263,46 @@ def test_across_programs_ranks_every_real_layout_graph_with_models_of_the_other_
         graph = next(g for g in ranked if g.name == cell.graph).graphs[0]
         expected = layout_taus([layout_cost(graph)], [graph.config_runtime.astype(np.float64)])
         assert cell.runs == [round(float(expected[0]), 4)]
+
+
+def test_a_kaggle_trees_layout_graphs_are_read_when_used_and_test_graphs_are_skipped(tmp_path):
+    from competition.collections import COLLECTION_BY_NAME
+    from competition.data.graphs import save_graph
+    from competition.data.tree import split_dir
+
+    default, random = COLLECTION_BY_NAME["layout:xla:default"], COLLECTION_BY_NAME["layout:xla:random"]
+    labelled = _program(4, np.arange(30) + 100, seed=0)
+    save_graph(labelled, split_dir(tmp_path, default, "valid") / "p.npz")
+    save_graph(_program(4, np.arange(12) + 100, seed=1), split_dir(tmp_path, random, "valid") / "p.npz")
+    save_graph(_program(5, np.zeros(10)), split_dir(tmp_path, default, "test") / "hidden.npz")
+    graphs, _ = bench_real.find_real_graphs(tmp_path, protos=False)
+    names = {g.name: g for g in graphs}
+    assert set(names) == {"layout:xla:default:valid/p", "layout:xla:random:valid/p"}  # no test graph
+    real = names["layout:xla:default:valid/p"]
+    assert isinstance(real.graphs, bench_real.GraphFiles) and real.num_configs == 30
+    assert np.array_equal(real.graphs[0].config_runtime, labelled.config_runtime)  # read from its file
+    # Its program's random search is its file, copied whole into the within-graph training split.
+    assert real.random_search == split_dir(tmp_path, random, "valid") / "p.npz"
+    root, tests = bench_real.within_tree(real, 0, tmp_path / "within")
+    copied = split_dir(root, random, "train") / "k0.npz"
+    assert copied.read_bytes() == real.random_search.read_bytes()
+    assert sum(t.num_configs for t in tests) == 6
+
+
+def test_tile_kernels_too_small_to_rank_are_left_out_in_one_note(tmp_path):
+    from competition.collections import COLLECTION_BY_NAME
+    from competition.data.graphs import TileGraph, save_graph
+    from competition.data.tree import split_dir
+
+    tile = COLLECTION_BY_NAME["tile:xla"]
+    for k in range(5):
+        kernel = TileGraph(node_feat=np.zeros((2, 140), np.float32), node_opcode=np.ones(2, np.uint8),
+                           edge_index=np.array([[1, 0]]), config_runtime=np.array([10, 20, 30]),
+                           config_feat=np.zeros((3, 24), np.float32),
+                           config_runtime_normalizers=np.full(3, 10))
+        save_graph(kernel, split_dir(tmp_path, tile, "train") / f"k{k}.npz")
+    graphs, notes = bench_real.find_real_graphs(tmp_path, protos=False)
+    assert graphs == []
+    [note] = [n for n in notes if "tile kernel" in n]
+    assert note.startswith("left out: 5 tile kernel(s) with too few configs to rank")
+    assert "k0 (3 configs), k1 (3 configs), k2 (3 configs) and 2 more" in note

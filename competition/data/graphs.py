@@ -32,7 +32,7 @@ from competition.tasks import (
 
 __all__ = ["MAX_OPCODE", "Graph", "LayoutGraph", "TileGraph", "check_array", "expected_from_data_dir",
            "graph_class", "graph_kind", "iter_split", "list_split", "load_graph", "read_config_count",
-           "save_graph"]
+           "read_config_runtime", "save_graph"]
 
 MAX_OPCODE = 120
 
@@ -289,8 +289,8 @@ def save_graph(graph: Graph, path: str | Path, *, compressed: bool = True) -> No
         writer(fh, **graph.arrays())
 
 
-def read_config_count(path: str | Path) -> int:
-    """Number of configs of an npz file, reading only the ``config_runtime`` member."""
+def read_config_runtime(path: str | Path) -> np.ndarray:
+    """The ``config_runtime`` of an npz file (all zeros in a test file), reading only that member."""
     path = Path(path)
     with _open_npz(path) as npz:
         if "config_runtime" not in npz.files:
@@ -298,7 +298,12 @@ def read_config_count(path: str | Path) -> int:
         runtime = _read_member(npz, path, "config_runtime")
     if runtime.ndim != 1:
         raise DataFormatError(path, f"array 'config_runtime' has shape {runtime.shape}, expected (c,)")
-    return int(runtime.shape[0])
+    return runtime
+
+
+def read_config_count(path: str | Path) -> int:
+    """Number of configs of an npz file, reading only the ``config_runtime`` member."""
+    return int(read_config_runtime(path).shape[0])
 
 
 def list_split(data_dir: str | Path, collection: Collection, split: Split) -> list[Path]:
