@@ -62,7 +62,7 @@ from competition.data.protos.featurize import featurize_file
 from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
 from competition.data.tree import split_dir
 from competition.stats import intervals, layout_taus, tau_interval
-from solutions.method import random_search_of
+from solutions.method import get_method, random_search_of
 from solutions.run_checks import SolveError, parse_method_params
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
@@ -468,6 +468,7 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
             plans[key][1].append(real)
     for method in methods:
         base, params = VARIANTS.get(method, (method, {}))
+        learned = get_method(base).learned  # random and the heuristic read no training graph: none copied
         predictions: dict[str, list[list[np.ndarray]]] = {}
         fit_seconds: dict[str, float] = {}
         held: dict[str, RealGraph] = {}
@@ -477,7 +478,8 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
             work = Path(tempfile.mkdtemp(prefix="bench-real-across-"))
             try:
                 for draw in range(draws):
-                    root = across_tree(collection, training, draw, work / f"draw{draw}")
+                    root = (across_tree(collection, training, draw, work / f"draw{draw}") if learned
+                            else work)
                     for seed in seeds:
                         fit_started = time.perf_counter()
                         model = _fit(base, params, root, collection, seed, time_budget_s)
