@@ -445,11 +445,10 @@ def across_training(held_out: RealGraph, others: Sequence[RealGraph]) -> tuple[l
 def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequence[int], draws: int,
                folds: int, *, time_budget_s: float | None, say=print) -> list[Cell]:
     """Train on the labelled real graphs of the other programs, rank each held-out program's graphs."""
-    cells: list[Cell] = []
     dealt = program_folds([g for g in real_graphs if g.no_signal is None], folds)
     if len(dealt) < 2:
         say("  across programs: skipped, the labelled real layout graphs hold fewer than two programs")
-        return cells
+        return []
     # (held-out graph, its training graphs), grouped by what trains them: one fit serves every graph of
     # a fold in the same collection.
     plans: dict[tuple[int, str], tuple[list[RealGraph], list[RealGraph]]] = {}
@@ -466,38 +465,43 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
                     + ", ".join(g.name for g in training))
                 plans[key] = (training, [])
             plans[key][1].append(real)
-    for method in methods:
-        base, params = VARIANTS.get(method, (method, {}))
-        learned = get_method(base).learned  # random and the heuristic read no training graph: none copied
-        predictions: dict[str, list[list[np.ndarray]]] = {}
-        fit_seconds: dict[str, float] = {}
-        held: dict[str, RealGraph] = {}
-        started = time.perf_counter()
-        for (_, collection_name), (training, ranked) in plans.items():
-            collection = COLLECTION_BY_NAME[collection_name]
-            work = Path(tempfile.mkdtemp(prefix="bench-real-across-"))
-            try:
-                for draw in range(draws):
-                    root = (across_tree(collection, training, draw, work / f"draw{draw}") if learned
-                            else work)
+    # As within a graph: each plan's training trees are written once and every method trains on them.
+    learned = {m: get_method(VARIANTS.get(m, (m, {}))[0]).learned for m in methods}
+    runs: dict[tuple[str, str], list[list[np.ndarray]]] = {}  # (method, graph) -> one list per fit
+    fit_seconds: dict[tuple[str, str], float] = {}
+    for (f, collection_name), (training, ranked) in plans.items():
+        collection = COLLECTION_BY_NAME[collection_name]
+        work = Path(tempfile.mkdtemp(prefix="bench-real-across-"))
+        try:
+            # Random and the heuristic read no training graph: they get no copies.
+            trees = ([across_tree(collection, training, draw, work / f"draw{draw}") for draw in range(draws)]
+                     if any(learned.values()) else [])
+            for method in methods:
+                base, params = VARIANTS.get(method, (method, {}))
+                started = time.perf_counter()
+                for root in trees if learned[method] else [work] * draws:
                     for seed in seeds:
                         fit_started = time.perf_counter()
                         model = _fit(base, params, root, collection, seed, time_budget_s)
                         spent = time.perf_counter() - fit_started
                         for real in ranked:
-                            held[real.name] = real
-                            fit_seconds[real.name] = fit_seconds.get(real.name, 0.0) + spent
-                            predictions.setdefault(real.name, []).append(
+                            key = (method, real.name)
+                            fit_seconds[key] = fit_seconds.get(key, 0.0) + spent
+                            runs.setdefault(key, []).append(
                                 [np.asarray(model.predict(collection, g), dtype=np.float64)
                                  for g in real.graphs])
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-        for name, runs in predictions.items():
-            real = held[name]
-            cell = Cell(name, method, "across", fit_seconds=fit_seconds[name])
-            truth = list(real.graphs)  # read once for every run
-            cells.append(_summarise(cell, real, runs, [truth] * len(runs), seed=0))
-        say(f"  across {method:<10} {len(predictions)} graphs {time.perf_counter() - started:6.1f} s")
+                say(f"  across {method:<10} {collection_name}, fold {f + 1}: {len(ranked)} graphs "
+                    f"{time.perf_counter() - started:6.1f} s")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    cells: list[Cell] = []
+    for method in methods:
+        for _, ranked in plans.values():
+            for real in ranked:
+                key = (method, real.name)
+                truth = list(real.graphs)  # read once for every run
+                cell = Cell(real.name, method, "across", fit_seconds=fit_seconds[key])
+                cells.append(_summarise(cell, real, runs[key], [truth] * len(runs[key]), seed=0))
     return cells
 
 
