@@ -18,11 +18,14 @@ protocols:
   the shipped proto counts as the `unet_3d.4x4.bf16` it was measured on; they are dealt into ``--folds``
   folds, and each fold's graphs are ranked by models trained on the rest. The training graphs are those
   of the held-out graph's collection, or, when no other program has one, those of the other search of
-  the same source (the run says so). Each training graph's configs are split 80 / 20 into train and
-  valid (at most ``ACROSS_MAX_CONFIGS`` of them, a seeded sample, so that a full release is not copied
-  whole); the draw seeds that split. It answers what real training data of other programs teaches,
-  against what the embedded competition teaches (transfer). Layout graphs only: the tile kernels at hand
-  are too few to hold programs out.
+  the same source (the run says so). With ``ACROSS_MIN_PROGRAMS`` training programs or more, a fifth of
+  them (at least one; the draw picks which) is the valid split, whole, as a competitor's model selection
+  meets programs it has not trained on; with fewer, each training graph's configs are split 80 / 20 into
+  train and valid instead. Training files are linked, not copied: a graph of more than
+  ``ACROSS_MAX_CONFIGS`` configs is read through a seeded sample of that many, written once per draw
+  (compressed) and shared by every fold, so that a full release is not copied whole. It answers what
+  real training data of other programs teaches, against what the embedded competition teaches
+  (transfer). Layout graphs only: the tile kernels at hand are too few to hold programs out.
 
 Real graphs: every labelled npz of a Kaggle-layout tree (default ``../shared/realdata/kaggle``, which is
 not redistributed: the run says so and goes on without it) plus the two real protos the kit ships
@@ -48,8 +51,10 @@ import shutil
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import overload
 
@@ -88,8 +93,9 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
 DRAWS = 2000
 SPLIT = (0.6, 0.2, 0.2)  # within-graph: train / valid / test shares of a graph's configs
 MIN_WITHIN_CONFIGS = 50  # fewer configs give a test part too small to rank
-ACROSS_VALID_SHARE = 0.2  # across programs: share of each training graph's configs in the valid split
+ACROSS_VALID_SHARE = 0.2  # across programs: share of the training programs (or configs) in the valid split
 ACROSS_MAX_CONFIGS = 5000  # across programs: configs kept per training graph (gbdt reads 1,000)
+ACROSS_MIN_PROGRAMS = 3  # across programs: fewer training programs, and configs are split instead of programs
 
 
 class GraphFiles(Sequence[Graph]):
@@ -130,6 +136,11 @@ class RealGraph:
     no_signal: str | None = None  # why the graph cannot be ranked, if it cannot
     # A default-search layout graph: the random search of the same program (its file), when it is at hand.
     random_search: Graph | Path | None = None
+
+    @cached_property
+    def program(self) -> str:
+        """Its program (``program_key``), worked out once: a layout graph is read from its file for it."""
+        return program_key(self.graphs[0])
 
     @property
     def num_configs(self) -> int:
@@ -174,6 +185,7 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
                     if collection.task.name == "layout":  # read again when used: one in memory at a time
                         found.append(RealGraph(f"{collection.name}:{split}/{path.stem}", collection,
                                                GraphFiles([path], "layout"), "kaggle", _signal(graph)))
+                        found[-1].program = program_key(graph)  # while it is read
                         del graph
                     elif _always_best(graph):
                         always_best.append(f"{path.stem} ({graph.num_configs} configs)")
@@ -411,16 +423,73 @@ def program_folds(real_graphs: Sequence[RealGraph], folds: int) -> list[list[Rea
     programs: dict[str, list[RealGraph]] = {}
     for real in real_graphs:
         if real.collection.task.name == "layout":
-            programs.setdefault(program_key(real.graphs[0]), []).append(real)
+            programs.setdefault(real.program, []).append(real)
     dealt: list[list[RealGraph]] = [[] for _ in range(max(1, folds))]
     for k, graphs in enumerate(programs.values()):
         dealt[k % len(dealt)].extend(graphs)
     return [fold for fold in dealt if fold]
 
 
-def across_tree(collection: Collection, training: Sequence[RealGraph], draw: int, root: Path) -> Path:
-    """A Kaggle-layout tree whose ``collection`` holds the ``training`` graphs' configs, each split
-    train / valid (``ACROSS_VALID_SHARE``; at most ``ACROSS_MAX_CONFIGS`` per graph, a seeded sample)."""
+class AcrossPool:
+    """The file each training graph is read from in one draw of the across-programs protocol.
+
+    A graph of at most ``ACROSS_MAX_CONFIGS`` configs is read from its own file (linked into the training
+    trees, never copied); a larger one through a seeded sample of that many configs, written once
+    (compressed, as the release is) and linked into every fold's tree; a graph held in memory (a
+    featurized proto) is written once whole. So the disk a draw needs is at most the compressed size of
+    the graphs it samples, whatever the number of folds.
+    """
+
+    def __init__(self, root: Path, draw: int) -> None:
+        self.root = root
+        self.draw = draw
+        self.files: dict[str, Path] = {}
+        self.copies = 0  # files written
+        self.written = 0  # their bytes
+
+    def path(self, real: RealGraph) -> Path:
+        if real.name not in self.files:
+            self.files[real.name] = self._make(real)
+        return self.files[real.name]
+
+    def _make(self, real: RealGraph) -> Path:
+        own = real.graphs.paths[0] if isinstance(real.graphs, GraphFiles) else None
+        if own is not None and real.num_configs <= ACROSS_MAX_CONFIGS:
+            return own.resolve()
+        graph = real.graphs[0]
+        if graph.num_configs > ACROSS_MAX_CONFIGS:
+            rng = np.random.default_rng([self.draw, zlib.crc32(real.name.encode()), graph.num_configs])
+            graph = graph.select_configs(np.sort(rng.permutation(graph.num_configs)[:ACROSS_MAX_CONFIGS]))
+        path = self.root / f"g{len(self.files)}.npz"
+        save_graph(graph, path, compressed=True)
+        self.copies += 1
+        self.written += path.stat().st_size
+        return path
+
+
+def _link(target: Path, link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target.resolve())
+
+
+def across_tree(collection: Collection, training: Sequence[RealGraph], draw: int, root: Path,
+                pool: AcrossPool) -> Path:
+    """A Kaggle-layout tree whose ``collection`` holds the ``training`` graphs in train and valid.
+
+    With ``ACROSS_MIN_PROGRAMS`` programs or more, whole programs are valid (``ACROSS_VALID_SHARE`` of
+    them, at least one, drawn by ``draw``), and every file is a link to ``pool``'s. With fewer, each
+    graph's configs are split train / valid (``ACROSS_VALID_SHARE``; at most ``ACROSS_MAX_CONFIGS`` per
+    graph, a seeded sample), written uncompressed: a few programs are small to copy.
+    """
+    programs = sorted({real.program for real in training})
+    if len(programs) >= ACROSS_MIN_PROGRAMS:
+        rng = np.random.default_rng([draw, len(programs)])
+        count = max(1, int(round(len(programs) * ACROSS_VALID_SHARE)))
+        valid = set(rng.choice(programs, size=count, replace=False).tolist())
+        for k, real in enumerate(training):
+            split = "valid" if real.program in valid else "train"
+            _link(pool.path(real), split_dir(root, collection, split) / f"k{k}.npz")
+        return root
     for k, real in enumerate(training):
         graph = real.graphs[0]
         rng = np.random.default_rng([draw, k, graph.num_configs])
@@ -440,6 +509,18 @@ def across_training(held_out: RealGraph, others: Sequence[RealGraph]) -> tuple[l
         return same, "its collection"
     source = [g for g in others if g.collection.source == held_out.collection.source]
     return source, "the other search of its source"
+
+
+def _training_summary(training: Sequence[RealGraph], shown: int = 4) -> str:
+    """The training graphs of a fold, named when they are few, and how they are split train / valid."""
+    programs = len({real.program for real in training})
+    names = ", ".join(real.name for real in training[:shown])
+    if len(training) > shown:
+        names += f" and {len(training) - shown} more ({programs} programs)"
+    if programs >= ACROSS_MIN_PROGRAMS:
+        return f"{names}; valid: {ACROSS_VALID_SHARE:.0%} of the programs, whole"
+    return (f"{names}; valid: {ACROSS_VALID_SHARE:.0%} of each graph's configs "
+            f"(fewer than {ACROSS_MIN_PROGRAMS} programs)")
 
 
 def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequence[int], draws: int,
@@ -462,27 +543,29 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
             key = (f, real.collection.name)
             if key not in plans:
                 say(f"  across {real.collection.name}, fold {f + 1} of {len(dealt)}: trained on {where}: "
-                    + ", ".join(g.name for g in training))
+                    + _training_summary(training))
                 plans[key] = (training, [])
             plans[key][1].append(real)
     # As within a graph: each plan's training trees are written once and every method trains on them.
     learned = {m: get_method(VARIANTS.get(m, (m, {}))[0]).learned for m in methods}
     runs: dict[tuple[str, str], list[list[np.ndarray]]] = {}  # (method, graph) -> one list per fit
     fit_seconds: dict[tuple[str, str], float] = {}
-    for (f, collection_name), (training, ranked) in plans.items():
-        collection = COLLECTION_BY_NAME[collection_name]
-        work = Path(tempfile.mkdtemp(prefix="bench-real-across-"))
-        try:
-            # Random and the heuristic read no training graph: they get no copies.
-            trees = ([across_tree(collection, training, draw, work / f"draw{draw}") for draw in range(draws)]
-                     if any(learned.values()) else [])
+    root = Path(tempfile.mkdtemp(prefix="bench-real-across-"))
+    pools = [AcrossPool(root / f"files{draw}", draw) for draw in range(draws)]  # shared by every fold
+    try:
+        for (f, collection_name), (training, ranked) in plans.items():
+            collection = COLLECTION_BY_NAME[collection_name]
+            work = root / f"fold{f}-{collection_name.replace(':', '-')}"
+            # Random and the heuristic read no training graph: they get no trees.
+            trees = ([across_tree(collection, training, draw, work / f"draw{draw}", pools[draw])
+                      for draw in range(draws)] if any(learned.values()) else [])
             for method in methods:
                 base, params = VARIANTS.get(method, (method, {}))
                 started = time.perf_counter()
-                for root in trees if learned[method] else [work] * draws:
+                for tree in trees if learned[method] else [work] * draws:
                     for seed in seeds:
                         fit_started = time.perf_counter()
-                        model = _fit(base, params, root, collection, seed, time_budget_s)
+                        model = _fit(base, params, tree, collection, seed, time_budget_s)
                         spent = time.perf_counter() - fit_started
                         for real in ranked:
                             key = (method, real.name)
@@ -492,8 +575,14 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
                                  for g in real.graphs])
                 say(f"  across {method:<10} {collection_name}, fold {f + 1}: {len(ranked)} graphs "
                     f"{time.perf_counter() - started:6.1f} s")
-        finally:
             shutil.rmtree(work, ignore_errors=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    written = sum(pool.written for pool in pools)
+    if written:
+        say(f"  across: {sum(pool.copies for pool in pools)} training file(s) written for the draws "
+            f"({written / 1e6:,.1f} MB: samples of {ACROSS_MAX_CONFIGS:,} configs of larger graphs, "
+            "graphs held in memory); the others were linked")
     cells: list[Cell] = []
     for method in methods:
         for _, ranked in plans.values():

@@ -238,14 +238,66 @@ def test_the_across_tree_splits_each_training_graph_into_train_and_valid(tmp_pat
     collection = COLLECTION_BY_NAME["layout:xla:random"]
     training = [_real("layout:xla:default:train/a", "layout:xla:default", _program(3, np.arange(50) + 1)),
                 _real("layout:xla:default:train/b", "layout:xla:default", _program(4, np.arange(20) + 1))]
-    root = bench_real.across_tree(collection, training, 0, tmp_path)
+    pool = bench_real.AcrossPool(tmp_path / "files", 0)
+    root = bench_real.across_tree(collection, training, 0, tmp_path / "tree", pool)
     train = sorted(g.num_configs for _, g in SplitSource(root, collection, "train").graphs())
     valid = sorted(g.num_configs for _, g in SplitSource(root, collection, "valid").graphs())
     assert train == [16, 32] and valid == [4, 8]  # 80 / 20 of 20 and of the 40 kept of 50
-    again = bench_real.across_tree(collection, training, 0, tmp_path / "again")
+    assert pool.files == {}  # two programs: their configs are split, nothing goes through the pool
+    again = bench_real.across_tree(collection, training, 0, tmp_path / "again", pool)
     first = [g.config_runtime for _, g in SplitSource(root, collection, "valid").graphs()]
     second = [g.config_runtime for _, g in SplitSource(again, collection, "valid").graphs()]
     assert all(np.array_equal(x, y) for x, y in zip(first, second, strict=True))  # the draw seeds it
+
+
+def _on_file(tmp_path: Path, name: str, graph: LayoutGraph) -> bench_real.RealGraph:
+    """A RealGraph read from its file, as a Kaggle tree's are."""
+    from competition.collections import COLLECTION_BY_NAME
+    from competition.data.graphs import save_graph
+
+    path = tmp_path / "release" / f"{name.replace(':', '_').replace('/', '_')}.npz"
+    save_graph(graph, path)
+    return bench_real.RealGraph(name, COLLECTION_BY_NAME["layout:xla:random"],
+                                bench_real.GraphFiles([path], "layout"), "kaggle")
+
+
+def test_with_enough_programs_whole_programs_are_valid_and_the_files_are_linked_not_copied(tmp_path,
+                                                                                           monkeypatch):
+    from competition.collections import COLLECTION_BY_NAME
+    from competition.data.tree import split_dir
+    from solutions.method import SplitSource
+
+    monkeypatch.setattr(bench_real, "ACROSS_MAX_CONFIGS", 40)
+    collection = COLLECTION_BY_NAME["layout:xla:random"]
+    training = [_on_file(tmp_path, f"layout:xla:random:train/p{n}", _program(n, np.arange(30) + n))
+                for n in range(3, 12)]
+    training.append(_on_file(tmp_path, "layout:xla:random:train/big", _program(20, np.arange(100) + 1)))
+    proto = _program(21, np.arange(25) + 1)
+    training.append(_real("layout:xla:random:train/proto", "layout:xla:random", proto))
+    pool = bench_real.AcrossPool(tmp_path / "files", 0)
+    root = bench_real.across_tree(collection, training, 0, tmp_path / "tree", pool)
+    valid = sorted(split_dir(root, collection, "valid").iterdir())
+    train = sorted(split_dir(root, collection, "train").iterdir())
+    assert len(valid) == 2 and len(train) == 9  # a fifth of 11 programs, whole
+    links = {link.resolve() for link in valid + train}
+    assert all(link.is_symlink() for link in valid + train)
+    # A graph within the limit is its own file; the large one a 40-config sample; the in-memory one written.
+    assert {g.graphs.paths[0].resolve() for g in training[:9]} <= links
+    written = [pool.files[g.name] for g in training[9:]]
+    assert pool.copies == 2 and all(path.parent == tmp_path / "files" for path in written)
+    sizes = {g.num_configs for _, g in SplitSource(root, collection, "train").graphs()}
+    sizes |= {g.num_configs for _, g in SplitSource(root, collection, "valid").graphs()}
+    assert sizes == {30, 40, 25}
+    # Another fold's tree in the same draw links the same files: nothing is written twice.
+    bench_real.across_tree(collection, training[1:], 0, tmp_path / "tree2", pool)
+    assert pool.copies == 2
+    # The draw picks the valid programs.
+    picked = set()
+    for draw in range(4):
+        tree = bench_real.across_tree(collection, training, draw, tmp_path / f"d{draw}",
+                                      bench_real.AcrossPool(tmp_path / f"f{draw}", draw))
+        picked.add(tuple(sorted(p.name for p in split_dir(tree, collection, "valid").iterdir())))
+    assert len(picked) > 1
 
 
 @needs_kaggle_tree
