@@ -634,6 +634,32 @@ def test_one_graph_tau_interval_is_the_metric_and_resamples_configs():
         stats.tau_interval([predicted[:-1]], [runtimes])
 
 
+@pytest.mark.parametrize("tied", [False, True], ids=["distinct runtimes", "runtimes in 40 levels"])
+def test_a_large_graphs_interval_resampled_in_part_agrees_with_resampling_every_config(tied):
+    rng = np.random.default_rng(5)
+    runtimes = rng.uniform(1, 2, size=8000)
+    if tied:
+        runtimes = np.round(runtimes * 40)
+    predicted = runtimes + rng.normal(0, 0.4 * (40 if tied else 1), size=8000)
+    full = stats.tau_interval([predicted], [runtimes], draws=400, seed=2, subsample=None)
+    part = stats.tau_interval([predicted], [runtimes], draws=400, seed=2, subsample=1000)
+    assert part.estimate == full.estimate
+    # Unscaled, 1,000-config draws would spread sqrt(8) times wider; scaled, the ends agree to within the
+    # noise of 400 draws.
+    width = full.high - full.low
+    assert abs(part.low - full.low) < 0.2 * width and abs(part.high - full.high) < 0.2 * width
+
+
+def test_a_graph_within_the_subsample_is_resampled_whole_and_a_bad_subsample_is_refused():
+    rng = np.random.default_rng(6)
+    runtimes = rng.uniform(1, 2, size=300)
+    runs = [runtimes + rng.normal(0, s, size=300) for s in (0.2, 0.5)]
+    whole = stats.tau_interval(runs, [runtimes] * 2, draws=300, subsample=None)
+    assert stats.tau_interval(runs, [runtimes] * 2, draws=300, subsample=300) == whole
+    with pytest.raises(ValueError, match="subsample must be at least 2 configs, got 1"):
+        stats.tau_interval(runs, [runtimes] * 2, subsample=1)
+
+
 def test_shakeup_shows_whole_file_names_and_stats_label_its_three_figures(tiny_competition, tmp_path, capsys):
     import shutil
 
