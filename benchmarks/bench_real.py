@@ -39,7 +39,9 @@ for a layout graph the ranked configs are resampled (and the run drawn at random
 tile kernels the kernels are resampled (``competition.stats.intervals``, as ``tpugraphs report``
 does over graphs).
 
-Results go to ``--out`` (JSON) and a Markdown table on stdout (BENCHMARKS.md, "Real data").
+Results go to ``--out`` (JSON) and Markdown tables on stdout (BENCHMARKS.md, "Real data"): per protocol one
+row per graph, then, for the layout collections with two graphs or more, the mean over their graphs with an
+interval from resampling the graphs (as ``tpugraphs report`` does): on a full release, the rows to read.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
 }
 DRAWS = 2000
 SPLIT = (0.6, 0.2, 0.2)  # within-graph: train / valid / test shares of a graph's configs
+FEW_GRAPHS = 10  # a collection row over fewer graphs says its interval is too narrow
 MIN_WITHIN_CONFIGS = 50  # fewer configs give a test part too small to rank
 ACROSS_VALID_SHARE = 0.2  # across programs: share of the training programs (or configs) in the valid split
 ACROSS_MAX_CONFIGS = 5000  # across programs: configs kept per training graph (gbdt reads 1,000)
@@ -597,6 +600,10 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
 # -- report ------------------------------------------------------------------------------------------
 
 
+def _mean_and_interval(estimate: float, low: float, high: float) -> str:
+    return f"{estimate:+.3f} [{low:+.2f}, {high:+.2f}]"
+
+
 def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
     """A Markdown table: one row per graph, one column per method, ``mean [low, high]``."""
     by_graph: dict[str, dict[str, Cell]] = {}
@@ -610,8 +617,45 @@ def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
         entries = []
         for method in methods:
             c = row.get(method)
-            entries.append("" if c is None else f"{c.estimate:+.3f} [{c.low:+.2f}, {c.high:+.2f}]")
+            entries.append("" if c is None else _mean_and_interval(c.estimate, c.low, c.high))
         lines.append(f"| {graph} | " + " | ".join(entries) + " |")
+    return "\n".join(lines)
+
+
+def collection_summary(cells: Iterable[Cell], protocol: str,
+                       collection_of: dict[str, str]) -> dict[str, dict[str, dict]]:
+    """Per collection with two graphs or more, per method: the mean of the graphs' taus and its
+    interval from resampling the graphs (``competition.stats.intervals``, as ``tpugraphs report``):
+    what a run over a release's many graphs says about a collection, where each graph's own interval
+    says how sure one graph is."""
+    taus: dict[str, dict[str, list[float]]] = {}
+    for cell in cells:
+        if cell.protocol == protocol and cell.graph in collection_of:
+            taus.setdefault(collection_of[cell.graph], {}).setdefault(cell.method, []).append(cell.estimate)
+    summary: dict[str, dict[str, dict]] = {}
+    for collection, by_method in taus.items():
+        for method, values in by_method.items():
+            if len(values) < 2:
+                continue
+            ci = intervals({collection: values}, draws=DRAWS, seed=0)[1][collection]
+            summary.setdefault(collection, {})[method] = {"graphs": len(values), "estimate": ci.estimate,
+                                                          "low": ci.low, "high": ci.high}
+    return summary
+
+
+def collection_table(summary: dict[str, dict[str, dict]], methods: Sequence[str]) -> str:
+    """``collection_summary`` as a Markdown table: one row per collection, one column per method."""
+    lines = ["| collection (mean over graphs) | graphs | " + " | ".join(methods) + " |",
+             "|---|---|" + "---|" * len(methods)]
+    for collection, by_method in summary.items():
+        graphs = max(entry["graphs"] for entry in by_method.values())
+        entries = [_mean_and_interval(e["estimate"], e["low"], e["high"]) if (e := by_method.get(m)) else ""
+                   for m in methods]
+        lines.append(f"| {collection} | {graphs} | " + " | ".join(entries) + " |")
+    few = [c for c, by_method in summary.items() if max(e["graphs"] for e in by_method.values()) < FEW_GRAPHS]
+    if few:
+        lines.append(f"\n({', '.join(few)}: fewer than {FEW_GRAPHS} graphs, so the interval, which can only "
+                     "reshuffle the graphs at hand, is too narrow; docs/statistics.md)")
     return "\n".join(lines)
 
 
@@ -689,7 +733,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",") if s]
     real_graphs, notes = find_real_graphs(args.real, protos=not args.no_protos)
     if args.only:
-        real_graphs = [g for g in real_graphs if args.only in g.name]
+        found = real_graphs
+        real_graphs = [g for g in found if args.only in g.name]
+        if not real_graphs:
+            example = f" (names look like {found[0].name})" if found else ""
+            print(f"bench_real: --only {args.only!r}: none of the {len(found)} real graphs found has it in "
+                  f"its name{example}", file=sys.stderr)
+            return 2
     for note in notes:
         print(f"note: {note}")
     ranked = [g for g in real_graphs if g.no_signal is None]
@@ -708,9 +758,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         cells += run_within(ranked, methods, seeds, args.draws, time_budget_s=args.time_budget)
     if "across" in protocols:
         cells += run_across(ranked, methods, seeds, args.draws, args.folds, time_budget_s=args.time_budget)
+    # Layout graphs only: a tile cell is already a mean over one source's kernels.
+    collection_of = {g.name: g.collection.name for g in ranked if g.collection.task_name == "layout"}
+    summaries = {protocol: collection_summary(cells, protocol, collection_of) for protocol in protocols}
     for protocol in protocols:
         print(f"\n### {protocol}\n")
         print(table(cells, methods, protocol))
+        if summaries[protocol]:
+            print()
+            print(collection_table(summaries[protocol], methods))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "methods": methods, "protocols": protocols, "seeds": seeds, "synth_seeds": args.synth_seeds,
@@ -718,6 +774,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds": round(time.perf_counter() - started, 1),
         "left_out": {g.name: g.no_signal for g in real_graphs if g.no_signal},
         "cells": [c.to_json() for c in cells],
+        "collections": summaries,
     }, indent=1) + "\n")
     print(f"\nwritten: {args.out} ({time.perf_counter() - started:.0f} s)")
     return 0

@@ -66,6 +66,12 @@ def test_bad_protocols_and_folds_are_usage_errors(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_an_only_filter_that_matches_no_graph_is_a_usage_error(capsys):
+    assert bench_real.main(["--only", "no-such-graph", "--protocols", "within"]) == 2
+    err = capsys.readouterr().err
+    assert "--only 'no-such-graph': none of the" in err and "names look like layout:" in err
+
+
 def test_unknown_method_is_a_usage_error(capsys):
     assert bench_real.main(["--methods", "gbdt,magic", "--no-protos", "--real", "/nonexistent"]) == 2
     assert "unknown method(s) magic" in capsys.readouterr().err
@@ -134,6 +140,25 @@ def test_the_interval_brackets_the_mean_tau_and_a_perfect_ranking_scores_one():
     noisy = [runtimes + rng.normal(0, 40, size=200) for _ in range(3)]
     ci = tau_interval(noisy, [runtimes] * 3, draws=500)
     assert ci.low < ci.estimate < ci.high and 0.3 < ci.estimate < 0.95
+
+
+def test_collections_of_several_graphs_get_the_mean_over_graphs_with_an_interval_over_graphs():
+    def cell(graph, method, estimate, protocol="transfer"):
+        return bench_real.Cell(graph, method, protocol, estimate=estimate)
+
+    cells = [cell("a", "gbdt", 0.2), cell("b", "gbdt", 0.4), cell("c", "gbdt", 0.9), cell("a", "gnn", 0.1),
+             cell("d", "gbdt", 0.5), cell("a", "gbdt", -1.0, protocol="within")]
+    collection_of = {"a": "layout:xla:random", "b": "layout:xla:random", "c": "layout:xla:random",
+                     "d": "layout:nlp:random"}
+    summary = bench_real.collection_summary(cells, "transfer", collection_of)
+    assert list(summary) == ["layout:xla:random"]  # one graph of nlp: its row is the graph's own
+    assert list(summary["layout:xla:random"]) == ["gbdt"]  # the gnn ranked one graph there
+    gbdt = summary["layout:xla:random"]["gbdt"]
+    assert gbdt["graphs"] == 3 and gbdt["estimate"] == pytest.approx(0.5)
+    assert 0.2 <= gbdt["low"] < 0.5 < gbdt["high"] <= 0.9  # resampled graphs, not configs
+    table = bench_real.collection_table(summary, ["heuristic", "gbdt"])
+    assert "| layout:xla:random | 3 |  | +0.500 [" in table
+    assert "layout:xla:random: fewer than 10 graphs, so the interval" in table
 
 
 @needs_kaggle_tree
