@@ -64,8 +64,11 @@ bench: $(TEST_STAMP)
 # real protos the kit ships); BENCHMARKS.md, "Real data". About an hour on 2 CPU cores. Then how additive
 # real and embedded runtimes are (docs/synthetic-data.md, "What still disagrees"), about a minute more.
 REAL_DATA ?= ../shared/realdata/kaggle
+# More options for benchmarks.bench_real, e.g. on a full release:
+#   make bench-real REAL_DATA=PATH BENCH_REAL_ARGS="--seeds 0 --draws 1 --time-budget 300 --only xla"
+BENCH_REAL_ARGS ?=
 bench-real: $(TEST_STAMP)
-	$(BIN)/python -m benchmarks.bench_real --real $(REAL_DATA)
+	$(BIN)/python -m benchmarks.bench_real --real $(REAL_DATA) $(BENCH_REAL_ARGS)
 	$(BIN)/python -m benchmarks.bench_additivity --real $(REAL_DATA)
 	$(BIN)/python -m benchmarks.bench_attribution --real $(REAL_DATA)
 
