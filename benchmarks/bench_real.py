@@ -472,7 +472,10 @@ class AcrossPool:
 
 def _link(target: Path, link: Path) -> None:
     link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(target.resolve())
+    try:
+        link.symlink_to(target.resolve())
+    except OSError:  # a file system without symbolic links: copy instead
+        shutil.copyfile(target, link)
 
 
 def across_tree(collection: Collection, training: Sequence[RealGraph], draw: int, root: Path,
