@@ -64,13 +64,16 @@ bench: $(TEST_STAMP)
 # real protos the kit ships); BENCHMARKS.md, "Real data". About an hour on 2 CPU cores. Then how additive
 # real and embedded runtimes are (docs/synthetic-data.md, "What still disagrees"), about a minute more.
 REAL_DATA ?= ../shared/realdata/kaggle
-# More options for benchmarks.bench_real, e.g. on a full release:
-#   make bench-real REAL_DATA=PATH BENCH_REAL_ARGS="--seeds 0 --draws 1 --time-budget 300 --only xla"
+# On a full release, restrict the three benchmarks to some graphs (REAL_ONLY: text their names contain)
+# and bench_real's runs (BENCH_REAL_ARGS), e.g.
+#   make bench-real REAL_DATA=PATH REAL_ONLY=xla BENCH_REAL_ARGS="--seeds 0 --draws 1 --time-budget 300"
+REAL_ONLY ?=
 BENCH_REAL_ARGS ?=
+ONLY_ARG = $(if $(REAL_ONLY),--only $(REAL_ONLY))
 bench-real: $(TEST_STAMP)
-	$(BIN)/python -m benchmarks.bench_real --real $(REAL_DATA) $(BENCH_REAL_ARGS)
-	$(BIN)/python -m benchmarks.bench_additivity --real $(REAL_DATA)
-	$(BIN)/python -m benchmarks.bench_attribution --real $(REAL_DATA)
+	$(BIN)/python -m benchmarks.bench_real --real $(REAL_DATA) $(ONLY_ARG) $(BENCH_REAL_ARGS)
+	$(BIN)/python -m benchmarks.bench_additivity --real $(REAL_DATA) $(ONLY_ARG)
+	$(BIN)/python -m benchmarks.bench_attribution --real $(REAL_DATA) $(ONLY_ARG)
 
 # Optional: torch-scatter compiled from source against the torch in $(VENV) (PyPI has no wheel for current
 # torch). The wheel is cached under the pip cache, keyed by torch, Python and torch-scatter versions, so a

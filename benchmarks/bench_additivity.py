@@ -34,7 +34,7 @@ too few to split.
 Results go to ``--out`` (JSON) and a Markdown table on stdout (docs/synthetic-data.md, "What still
 disagrees").
 
-usage: python -m benchmarks.bench_additivity [--real DIR] [--synth-seeds 0,1] [--synth-root DIR]
+usage: python -m benchmarks.bench_additivity [--real DIR] [--synth-seeds 0,1] [--synth-root DIR] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_real import find_real_graphs, real_data_parser
+from benchmarks.bench_real import RealGraph, find_real_graphs, only_matching, real_data_parser
 from competition.collections import COLLECTIONS
 from competition.data.graphs import LayoutGraph, load_graph
 from competition.data.locate import embedded_competition
@@ -193,10 +193,18 @@ def measure(name: str, settings: np.ndarray, runtime: np.ndarray, *, min_configs
 def real_rows(kaggle_tree: Path | None, *, protos: bool = True,
               min_configs: int = MIN_CONFIGS) -> tuple[list[Additivity], list[str]]:
     found, notes = find_real_graphs(kaggle_tree, protos=protos)
+    return measure_real(found, notes, min_configs=min_configs), notes
+
+
+def measure_real(found: Sequence[RealGraph], notes: list[str], *, min_configs: int = MIN_CONFIGS,
+                 say=None) -> list[Additivity]:
+    """The rows of the labelled real layout graphs in ``found``; ``notes`` gets the ones left out, ``say``
+    (when given) one line per graph as it is measured (a full release has hundreds)."""
     rows = []
     for real in found:
         if real.collection.task_name != "layout" or real.no_signal:
             continue
+        started = time.perf_counter()
         [graph] = real.graphs
         row = measure(real.name, graph.node_config_feat, graph.config_runtime, min_configs=min_configs,
                       graph=graph)
@@ -204,7 +212,9 @@ def real_rows(kaggle_tree: Path | None, *, protos: bool = True,
             notes.append(f"left out: {real.name}: fewer than {min_configs} configs or no setting varies")
         else:
             rows.append(row)
-    return rows, notes
+        if say is not None:
+            say(f"  {real.name}: {graph.num_configs:,} configs, {time.perf_counter() - started:.1f} s")
+    return rows
 
 
 def embedded_rows(public: Path, label: str, *, min_configs: int = MIN_CONFIGS) -> dict[str, list[Additivity]]:
@@ -271,7 +281,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    real, notes = real_rows(args.real, protos=not args.no_protos, min_configs=args.min_configs)
+    found, notes = find_real_graphs(args.real, protos=not args.no_protos)
+    selected = only_matching(found, args.only, "bench_additivity")
+    if selected is None:
+        return 2
+    real = measure_real(selected, notes, min_configs=args.min_configs, say=print)
     for note in notes:
         print(f"note: {note}")
     print("### real layout graphs\n")
@@ -279,8 +293,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedded: dict[str, dict[str, list[Additivity]]] = {}
     for seed in (int(s) for s in args.synth_seeds.split(",") if s):
         public = embedded_competition(scale=args.scale, seed=seed, root=args.synth_root) / "public"
+        begun = time.perf_counter()
         embedded[f"{args.scale}-seed{seed}"] = embedded_rows(public, f"{args.scale}-seed{seed}",
                                                              min_configs=args.min_configs)
+        print(f"  embedded {args.scale}-seed{seed}: {time.perf_counter() - begun:.0f} s")
     if embedded:
         pooled: dict[str, list[Additivity]] = {}
         for by_collection in embedded.values():

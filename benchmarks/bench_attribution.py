@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_real import METHODS, _fit, find_real_graphs, real_data_parser
+from benchmarks.bench_real import METHODS, _fit, find_real_graphs, only_matching, real_data_parser
 from competition.collections import Collection
 from competition.data.graphs import LayoutGraph
 from competition.data.locate import embedded_competition
@@ -126,7 +126,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"comma-separated, of {', '.join(METHODS)} (default: heuristic,gbdt,gnn)")
     parser.add_argument("--synth-seed", type=int, default=0, help="the embedded competition to train on")
     parser.add_argument("--seed", type=int, default=0, help="method seed")
-    parser.add_argument("--only", default=None, help="only real graphs whose name contains this text")
     parser.add_argument("--out", type=Path, default=Path("data/bench-real/attribution.json"),
                         help="JSON results")
     return parser.parse_args(argv)
@@ -141,8 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     found, notes = find_real_graphs(args.real, protos=not args.no_protos)
-    graphs = [g for g in found if g.collection.task_name == "layout" and g.no_signal is None
-              and (args.only is None or args.only in g.name)]
+    selected = only_matching(found, args.only, "bench_attribution")
+    if selected is None:
+        return 2
+    graphs = [g for g in selected if g.collection.task_name == "layout" and g.no_signal is None]
     for note in notes:
         print(f"note: {note}")
     public = embedded_competition(scale=args.scale, seed=args.synth_seed, root=args.synth_root) / "public"

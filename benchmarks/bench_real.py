@@ -679,7 +679,22 @@ def real_data_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
                         help="embedded competition size (tiny: a smoke run)")
     parser.add_argument("--synth-root", type=Path, default=Path("data/bench-real"),
                         help="where the embedded competitions are built and reused")
+    parser.add_argument("--only", default=None, help="only real graphs whose name contains this text")
     return parser
+
+
+def only_matching(found: list[RealGraph], only: str | None, prog: str) -> list[RealGraph] | None:
+    """``found`` restricted to the graphs whose name contains ``only`` (all of them without it); None,
+    after a one-line usage error on stderr, when none does."""
+    if only is None:
+        return found
+    kept = [g for g in found if only in g.name]
+    if not kept:
+        example = f" (names look like {found[0].name})" if found else ""
+        print(f"{prog}: --only {only!r}: none of the {len(found)} real graphs found has it in its "
+              f"name{example}", file=sys.stderr)
+        return None
+    return kept
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -700,7 +715,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="across programs: folds the programs are dealt into")
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds of training per fit (default: none)")
-    parser.add_argument("--only", default=None, help="only real graphs whose name contains this text")
     parser.add_argument("--out", type=Path, default=Path("data/bench-real/results.json"), help="JSON results")
     return parser.parse_args(argv)
 
@@ -734,15 +748,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               "the others)", file=sys.stderr)
         return 2
     seeds = [int(s) for s in args.seeds.split(",") if s]
-    real_graphs, notes = find_real_graphs(args.real, protos=not args.no_protos)
-    if args.only:
-        found = real_graphs
-        real_graphs = [g for g in found if args.only in g.name]
-        if not real_graphs:
-            example = f" (names look like {found[0].name})" if found else ""
-            print(f"bench_real: --only {args.only!r}: none of the {len(found)} real graphs found has it in "
-                  f"its name{example}", file=sys.stderr)
-            return 2
+    found, notes = find_real_graphs(args.real, protos=not args.no_protos)
+    real_graphs = only_matching(found, args.only, "bench_real")
+    if real_graphs is None:
+        return 2
     for note in notes:
         print(f"note: {note}")
     ranked = [g for g in real_graphs if g.no_signal is None]

@@ -96,6 +96,7 @@ def test_smoke_run_on_the_shipped_proto_and_the_tiny_competition(tiny_competitio
     assert ba.main(argv) == 0
     printed = capsys.readouterr().out
     assert "layout:xla:default:proto/module_tuning_data_layout" in printed
+    assert "  layout:xla:default:proto/module_tuning_data_layout: 112 configs, " in printed  # progress
     results = json.loads(out.read_text())
     [proto] = results["real"]
     assert proto["configs"] == 112 and proto["r2"] > 0.99  # the proto's runtimes are additive (docs)
@@ -121,3 +122,13 @@ def test_the_real_graphs_at_hand_are_additive_except_unet3d_and_ties_bound_their
         assert row.heuristic > row.rule_1 + 0.2, row
         assert row.heuristic >= row.rule_2 - 0.005, row
     assert unet_random.heuristic > unet_random.rule_2 + 0.1 and unet_random.heuristic > 0.7, unet_random
+
+
+@pytest.mark.parametrize("module", ["bench_additivity", "bench_attribution", "bench_real"])
+def test_every_real_data_benchmark_refuses_an_only_that_matches_no_graph(module, tmp_path, capsys):
+    import importlib
+
+    main = importlib.import_module(f"benchmarks.{module}").main
+    assert main(["--real", str(tmp_path / "no-tree"), "--only", "no-such-graph"]) == 2
+    err = capsys.readouterr().err
+    assert f"{module}: --only 'no-such-graph': none of the 2 real graphs found" in err  # the two protos
