@@ -190,12 +190,6 @@ def measure(name: str, settings: np.ndarray, runtime: np.ndarray, *, min_configs
     )
 
 
-def real_rows(kaggle_tree: Path | None, *, protos: bool = True,
-              min_configs: int = MIN_CONFIGS) -> tuple[list[Additivity], list[str]]:
-    found, notes = find_real_graphs(kaggle_tree, protos=protos)
-    return measure_real(found, notes, min_configs=min_configs), notes
-
-
 def measure_real(found: Sequence[RealGraph], notes: list[str], *, min_configs: int = MIN_CONFIGS,
                  say=None) -> list[Additivity]:
     """The rows of the labelled real layout graphs in ``found``; ``notes`` gets the ones left out, ``say``

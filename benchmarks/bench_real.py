@@ -124,6 +124,15 @@ class GraphFiles(Sequence[Graph]):
         return load_graph(self.paths[k], self.kind)
 
 
+def _link(target: Path, link: Path) -> None:
+    """``link`` made to read ``target``'s file (a symbolic link; a copy where the file system has none)."""
+    link.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        link.symlink_to(target.resolve())
+    except OSError:  # a file system without symbolic links: copy instead
+        shutil.copyfile(target, link)
+
+
 def _config_count(graph: Graph | Path) -> int:
     return read_config_count(graph) if isinstance(graph, Path) else graph.num_configs
 
@@ -139,6 +148,11 @@ class RealGraph:
     no_signal: str | None = None  # why the graph cannot be ranked, if it cannot
     # A default-search layout graph: the random search of the same program (its file), when it is at hand.
     random_search: Graph | Path | None = None
+
+    @property
+    def file(self) -> Path | None:
+        """The layout graph's npz, when it is read from one (None: held in memory, as a featurized proto)."""
+        return self.graphs.paths[0] if isinstance(self.graphs, GraphFiles) else None
 
     @cached_property
     def program(self) -> str:
@@ -228,8 +242,7 @@ def _pair_searches(found: list[RealGraph]) -> None:
         if g.collection.search == "default":
             sibling = by_program.get((random_search_of(g.collection).name, program(g)[1]))
             if sibling is not None:
-                g.random_search = (sibling.graphs.paths[0] if isinstance(sibling.graphs, GraphFiles)
-                                   else sibling.graphs[0])
+                g.random_search = sibling.file or sibling.graphs[0]
 
 
 # -- scoring ---------------------------------------------------------------------------------------
@@ -363,8 +376,7 @@ def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Grap
     if real.random_search is not None:  # its program's random search, whole, in the training split
         target = split_dir(root, random_search_of(real.collection), "train") / "k0.npz"
         if isinstance(real.random_search, Path):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(real.random_search, target)
+            _link(real.random_search, target)
         else:
             save_graph(real.random_search, target, compressed=False)
     return root, tests
@@ -456,9 +468,8 @@ class AcrossPool:
         return self.files[real.name]
 
     def _make(self, real: RealGraph) -> Path:
-        own = real.graphs.paths[0] if isinstance(real.graphs, GraphFiles) else None
-        if own is not None and real.num_configs <= ACROSS_MAX_CONFIGS:
-            return own.resolve()
+        if real.file is not None and real.num_configs <= ACROSS_MAX_CONFIGS:
+            return real.file.resolve()
         graph = real.graphs[0]
         if graph.num_configs > ACROSS_MAX_CONFIGS:
             rng = np.random.default_rng([self.draw, zlib.crc32(real.name.encode()), graph.num_configs])
@@ -468,14 +479,6 @@ class AcrossPool:
         self.copies += 1
         self.written += path.stat().st_size
         return path
-
-
-def _link(target: Path, link: Path) -> None:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        link.symlink_to(target.resolve())
-    except OSError:  # a file system without symbolic links: copy instead
-        shutil.copyfile(target, link)
 
 
 def across_tree(collection: Collection, training: Sequence[RealGraph], draw: int, root: Path,

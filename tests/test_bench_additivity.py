@@ -11,6 +11,7 @@ import pytest
 from real_protos import KAGGLE_TREE, needs_kaggle_tree, needs_realdata
 
 from benchmarks import bench_additivity as ba
+from benchmarks.bench_real import find_real_graphs
 
 NODES, CONFIGS = 8, 400
 
@@ -107,7 +108,8 @@ def test_smoke_run_on_the_shipped_proto_and_the_tiny_competition(tiny_competitio
 
 @needs_kaggle_tree
 def test_the_real_graphs_at_hand_are_additive_except_unet3d_and_ties_bound_their_tau():
-    rows = {row.graph: row for row in ba.real_rows(KAGGLE_TREE, protos=False)[0]}
+    found, notes = find_real_graphs(KAGGLE_TREE, protos=False)
+    rows = {row.graph: row for row in ba.measure_real(found, notes)}
     unet_default = rows["layout:xla:default:valid/unet_3d.4x4.bf16"]
     unet_random = rows["layout:xla:random:valid/unet_3d.4x4.bf16"]
     unet3d = rows["layout:xla:default:train/unet3d"]

@@ -362,11 +362,11 @@ def test_a_kaggle_trees_layout_graphs_are_read_when_used_and_test_graphs_are_ski
     real = names["layout:xla:default:valid/p"]
     assert isinstance(real.graphs, bench_real.GraphFiles) and real.num_configs == 30
     assert np.array_equal(real.graphs[0].config_runtime, labelled.config_runtime)  # read from its file
-    # Its program's random search is its file, copied whole into the within-graph training split.
+    # Its program's random search is its file, whole in the within-graph training split (linked, not copied).
     assert real.random_search == split_dir(tmp_path, random, "valid") / "p.npz"
     root, tests = bench_real.within_tree(real, 0, tmp_path / "within")
-    copied = split_dir(root, random, "train") / "k0.npz"
-    assert copied.read_bytes() == real.random_search.read_bytes()
+    linked = split_dir(root, random, "train") / "k0.npz"
+    assert linked.read_bytes() == real.random_search.read_bytes()
     assert sum(t.num_configs for t in tests) == 6
 
 
