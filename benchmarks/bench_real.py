@@ -81,10 +81,13 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     # The defaults before issue 14, as they trained then: one step per graph and epoch, own search only.
     "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "loss": "hinge",
                            "engineered_features": False, "min_epoch_steps": 1,
-                           "learn_from_random_search": False}),
+                           "learn_from_random_search": False, "average_epochs": 0.0}),
     # Default searches also learning from the random search (issue 25; on by default for a while).
     "gbdt-both-searches": ("gbdt", {"learn_from_random_search": True}),
     "gnn-both-searches": ("gnn", {"learn_from_random_search": True}),
+    # Selection on the live weights, not their moving average (layout:xla:random's default since
+    # 2026-11-27; docs/gnn.md, "Averaged weights").
+    "gnn-live-weights": ("gnn", {"average_epochs": 0.0}),
     # Before an epoch took at least 8 steps (issue 25): one step per training graph.
     "gnn-one-pass": ("gnn", {"min_epoch_steps": 1}),
     # The gnn without the graph-relative engineered config features (the default before issue 25).

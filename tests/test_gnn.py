@@ -348,6 +348,54 @@ def test_without_validation_graphs_the_last_weights_are_kept():
     assert result.best_score is None and result.best_epoch == 3 and result.steps == 6
 
 
+def _small_model() -> LayoutRanker:
+    torch.manual_seed(0)
+    return LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
+
+
+def _weights_apart(a: dict, b: dict) -> float:
+    return max(float((a[k].double() - b[k].double()).abs().max()) for k in a if a[k].is_floating_point())
+
+
+def test_a_moving_average_shorter_than_a_step_keeps_the_weights_themselves():
+    examples = hand_made_layout_examples(2)
+    config = GNNConfig(layout_epochs=3, min_epoch_steps=1)
+    plain = train(_small_model(), examples, [], config, seed=0, device=torch.device("cpu"), progress=False)
+    short = train(_small_model(), examples, [], replace(config, average_epochs=0.01), seed=0,
+                  device=torch.device("cpu"), progress=False)
+    assert _weights_apart(plain.best_state, short.best_state) == 0.0
+
+
+def test_a_long_moving_average_keeps_close_to_the_first_steps_weights():
+    examples = hand_made_layout_examples(1)
+    one_step = GNNConfig(layout_epochs=1, min_epoch_steps=1, lr=0.05)
+    first = train(_small_model(), examples, [], one_step, seed=0, device=torch.device("cpu"), progress=False)
+    assert first.steps == 1
+    later = replace(one_step, layout_epochs=6)
+    live = train(_small_model(), examples, [], later, seed=0, device=torch.device("cpu"), progress=False)
+    averaged = train(_small_model(), examples, [], replace(later, average_epochs=1e9), seed=0,
+                     device=torch.device("cpu"), progress=False)
+    # the average starts from the weights after the first step and then barely moves
+    assert _weights_apart(first.best_state, averaged.best_state) < 1e-6
+    assert _weights_apart(first.best_state, live.best_state) > 1e-3
+
+
+@pytest.mark.parametrize("average_epochs", [0.0, 2.0])
+def test_the_kept_weights_score_what_selection_saw(average_epochs):
+    from solutions.gnn.train import score_examples
+
+    config = GNNConfig(layout_epochs=6, eval_every=1, lr=0.05, valid_configs=1000,
+                       average_epochs=average_epochs)
+    valid = hand_made_layout_examples(3)[1:]
+    result = train(_small_model(), hand_made_layout_examples(2), valid, config, seed=0,
+                   device=torch.device("cpu"), progress=False)
+    model = _small_model()
+    model.load_state_dict(result.best_state)
+    score = score_examples(lambda e: predict_layout(model, e, device=torch.device("cpu")), valid, LAYOUT.task)
+    assert score == pytest.approx(result.best_score)
+    assert [h["valid"] for h in result.history if h["epoch"] == result.best_epoch] == [result.best_score]
+
+
 @pytest.mark.parametrize("graphs, min_epoch_steps, steps_per_epoch", [
     (2, 1, 2),   # one pass over the graphs
     (2, 8, 8),   # few graphs: four passes within each epoch

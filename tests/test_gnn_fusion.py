@@ -217,18 +217,23 @@ def test_every_collection_starts_from_the_hinge_and_a_param_wins():
 
 
 def test_only_the_xla_random_search_starts_from_the_heuristic_and_gives_way_to_the_persons_settings():
-    """heuristic_prior=3 is layout:xla:random's default alone (docs/gnn.md, "Starting from the
-    heuristic"); a --param wins, a person's engineered_features=false makes the prior give way instead of
-    a refusal, and an error that is the person's own is still refused, in their terms."""
-    assert GNNConfig.for_collection("layout:xla:random").heuristic_prior == 3.0
+    """heuristic_prior=3 and average_epochs=20 are layout:xla:random's defaults alone (docs/gnn.md,
+    "Starting from the heuristic", "Averaged weights"); a --param wins, a person's
+    engineered_features=false makes the prior give way instead of a refusal while the average stays,
+    and an error that is the person's own is still refused, in their terms."""
+    random_search = GNNConfig.for_collection("layout:xla:random")
+    assert (random_search.heuristic_prior, random_search.average_epochs) == (3.0, 20.0)
     for name in ("tile:xla", "layout:xla:default", "layout:nlp:default", "layout:nlp:random"):
-        assert GNNConfig.for_collection(name).heuristic_prior == 0.0
+        other = GNNConfig.for_collection(name)
+        assert (other.heuristic_prior, other.average_epochs) == (0.0, 0.0)
     assert GNNConfig.for_collection("layout:xla:random", heuristic_prior=0).heuristic_prior == 0.0
     assert GNNConfig.for_collection("layout:xla:random", heuristic_prior=10).heuristic_prior == 10.0
+    assert GNNConfig.for_collection("layout:xla:random", average_epochs=0).average_epochs == 0.0
     plain = GNNConfig.for_collection("layout:xla:random", engineered_features=False)
-    assert (plain.engineered_features, plain.heuristic_prior) == (False, 0.0)
+    assert (plain.engineered_features, plain.heuristic_prior, plain.average_epochs) == (False, 0.0, 20.0)
     former = GNNConfig.for_collection("layout:xla:random", **VARIANTS["gnn-former"][1])
-    assert (former.engineered_features, former.heuristic_prior, former.fusion) == (False, 0.0, "early")
+    assert (former.engineered_features, former.heuristic_prior, former.fusion, former.average_epochs) \
+        == (False, 0.0, "early", 0.0)
     with pytest.raises(SettingError, match="add engineered_features=true") as refused:
         GNNConfig.for_collection("layout:xla:random", engineered_features=False, heuristic_prior=1)
     assert "heuristic_prior=1" in str(refused.value) and "3.0" not in str(refused.value)

@@ -22,7 +22,10 @@ configs of each; pairs only form within a kernel.
 
 **Selection.** After every ``eval_every`` epochs the model is scored on the validation split with
 the official per-graph metric (``competition.metrics``; layout graphs on a fixed sample of at most
-``valid_configs`` configs so that selection stays cheap), and the best weights are kept. Training
+``valid_configs`` configs so that selection stays cheap), and the best weights are kept. With
+``average_epochs`` what is scored and kept is an exponential moving average of the weights over
+about that many epochs (``torch.optim.swa_utils.AveragedModel``): the live weights swing enough
+between evaluations that selection on them is partly luck (docs/gnn.md, "Averaged weights"). Training
 stops after ``epochs``, after ``patience`` evaluations without improvement, or when the time
 budget runs out, whichever comes first.
 
@@ -259,8 +262,8 @@ def train(
 
     def predict(example):
         if tile:
-            return predict_tile(model, example, device=device)
-        return predict_layout(model, example, device=device, batch_nodes=config.predict_batch_nodes,
+            return predict_tile(judged, example, device=device)
+        return predict_layout(judged, example, device=device, batch_nodes=config.predict_batch_nodes,
                               dedup_rows=dedup_rows)
 
     def valid_score() -> float:
@@ -281,10 +284,12 @@ def train(
     config_free = gst is not None and distributed.all_max([float(gst.prepare(examples))])[0] > 0
     # One module call per step, so that DistributedDataParallel sees the forward it must synchronise.
     step = distributed.data_parallel(_TrainingStep(model), find_unused_parameters=config_free)
+    averaged = _moving_average(model, config.average_epochs, steps_per_epoch)
+    judged = model if averaged is None else averaged.module  # what selection scores and keeps
 
     started = time.perf_counter()
     best = valid_score() if validate else None
-    result = TrainResult(copy.deepcopy(model.state_dict()), 0, best,
+    result = TrainResult(copy.deepcopy(judged.state_dict()), 0, best,
                          [{"epoch": 0, "loss": None, "valid": best, "seconds": 0.0}],
                          world_size=world.size, train_graphs=len(examples))
     stale, epoch = 0, 0
@@ -314,6 +319,8 @@ def train(
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
                 scheduler.step()
+                if averaged is not None:
+                    averaged.update_parameters(model)
                 losses.append(float(loss.detach()))
                 result.steps += 1
                 if time_budget_s is not None and _out_of_time(started, time_budget_s, world.active):
@@ -329,7 +336,7 @@ def train(
                                        "seconds": round(time.perf_counter() - started, 3)})
                 if score > result.best_score:
                     result.best_score, result.best_epoch, stale = score, epoch, 0
-                    result.best_state = copy.deepcopy(model.state_dict())
+                    result.best_state = copy.deepcopy(judged.state_dict())
                 else:
                     stale += 1
                 bar.set_postfix(loss=f"{mean_loss:.4f}", valid=f"{score:.4f}",
@@ -345,9 +352,22 @@ def train(
                           "table": "memory" if table_dir is None else "cache directory"}
             gst.close()
     if not validate:  # nothing to select on: the last weights
-        result.best_state, result.best_epoch = copy.deepcopy(model.state_dict()), epoch
+        result.best_state, result.best_epoch = copy.deepcopy(judged.state_dict()), epoch
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _moving_average(model: torch.nn.Module, epochs: float,
+                    steps_per_epoch: int) -> torch.optim.swa_utils.AveragedModel | None:
+    """An exponential moving average of ``model``'s weights over about ``epochs`` epochs (None: 0).
+
+    Each step moves the average 1 / (epochs x steps_per_epoch) of the way to the new weights, so the
+    horizon is the same number of epochs whatever the split's size."""
+    if epochs <= 0:
+        return None
+    decay = 1.0 - 1.0 / max(1.0, epochs * steps_per_epoch)
+    return torch.optim.swa_utils.AveragedModel(
+        model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(decay))
 
 
 class _TrainingStep(torch.nn.Module):
