@@ -366,18 +366,41 @@ def test_a_moving_average_shorter_than_a_step_keeps_the_weights_themselves():
     assert _weights_apart(plain.best_state, short.best_state) == 0.0
 
 
-def test_a_long_moving_average_keeps_close_to_the_first_steps_weights():
-    examples = hand_made_layout_examples(1)
-    one_step = GNNConfig(layout_epochs=1, min_epoch_steps=1, lr=0.05)
-    first = train(_small_model(), examples, [], one_step, seed=0, device=torch.device("cpu"), progress=False)
-    assert first.steps == 1
-    later = replace(one_step, layout_epochs=6)
-    live = train(_small_model(), examples, [], later, seed=0, device=torch.device("cpu"), progress=False)
-    averaged = train(_small_model(), examples, [], replace(later, average_epochs=1e9), seed=0,
-                     device=torch.device("cpu"), progress=False)
-    # the average starts from the weights after the first step and then barely moves
-    assert _weights_apart(first.best_state, averaged.best_state) < 1e-6
-    assert _weights_apart(first.best_state, live.best_state) > 1e-3
+@pytest.mark.parametrize("average_epochs", [1.0, 1e9])
+def test_the_moving_average_follows_its_rule_step_by_step(monkeypatch, average_epochs):
+    """Against a float64 reference from the weights after every step: the average starts from the
+    first step's weights and each later step moves it 1 / horizon of the way, so an endless horizon
+    keeps the first step's weights."""
+    from solutions.gnn import train as train_module
+
+    steps: list[dict] = []
+    real_average = train_module._moving_average
+
+    def recording_average(model, epochs, steps_per_epoch):
+        averaged = real_average(model, epochs, steps_per_epoch)
+        update = averaged.update_parameters
+
+        def update_and_record(current):
+            steps.append({k: v.detach().double().clone() for k, v in current.named_parameters()})
+            update(current)
+
+        averaged.update_parameters = update_and_record
+        return averaged
+
+    monkeypatch.setattr(train_module, "_moving_average", recording_average)
+    config = GNNConfig(layout_epochs=4, min_epoch_steps=2, lr=0.05, average_epochs=average_epochs)
+    result = train(_small_model(), hand_made_layout_examples(1), [], config, seed=0,
+                   device=torch.device("cpu"), progress=False)
+    assert len(steps) == result.steps == 8
+    share = 1 / (average_epochs * 2)  # 2 steps an epoch
+    expected = dict(steps[0])
+    for weights in steps[1:]:
+        expected = {k: (1 - share) * expected[k] + share * weights[k] for k in expected}
+    kept = {k: result.best_state[k].double() for k in expected}
+    assert max(float((kept[k] - expected[k]).abs().max()) for k in expected) < 1e-6
+    assert _weights_apart(result.best_state, steps[-1]) > 1e-4  # not simply the last weights
+    if average_epochs > 100:
+        assert max(float((kept[k] - steps[0][k]).abs().max()) for k in expected) < 1e-6
 
 
 @pytest.mark.parametrize("average_epochs", [0.0, 2.0])

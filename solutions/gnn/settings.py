@@ -166,8 +166,9 @@ class GNNConfig:
 # between evaluations and sometimes kept the untrained network; an average of the weights over about
 # 20 epochs ranks the real random search better in all three real protocols (transfer +0.06, within
 # +0.01, across programs +0.08) and `small`'s and the full-size hidden tests too, while their
-# validation splits lean the other way by 0.01-0.02; on the default searches it did not help
-# (docs/gnn.md, "Averaged weights").
+# validation splits lean the other way by 0.01-0.02; what pays is the average's nearness to the first
+# steps more than its smoothing, and on the default searches it did not help (docs/gnn.md, "Averaged
+# weights").
 COLLECTION_DEFAULTS: dict[str, dict[str, object]] = {
     "layout:xla:random": {"heuristic_prior": 3.0, "average_epochs": 20.0},
 }

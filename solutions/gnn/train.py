@@ -24,8 +24,9 @@ configs of each; pairs only form within a kernel.
 the official per-graph metric (``competition.metrics``; layout graphs on a fixed sample of at most
 ``valid_configs`` configs so that selection stays cheap), and the best weights are kept. With
 ``average_epochs`` what is scored and kept is an exponential moving average of the weights over
-about that many epochs (``torch.optim.swa_utils.AveragedModel``): the live weights swing enough
-between evaluations that selection on them is partly luck (docs/gnn.md, "Averaged weights"). Training
+about that many epochs (``torch.optim.swa_utils.AveragedModel``), which swings less between
+evaluations than the live weights and stays nearer the first steps' weights (docs/gnn.md, "Averaged
+weights"). Training
 stops after ``epochs``, after ``patience`` evaluations without improvement, or when the time
 budget runs out, whichever comes first.
 
@@ -362,7 +363,9 @@ def _moving_average(model: torch.nn.Module, epochs: float,
     """An exponential moving average of ``model``'s weights over about ``epochs`` epochs (None: 0).
 
     Each step moves the average 1 / (epochs x steps_per_epoch) of the way to the new weights, so the
-    horizon is the same number of epochs whatever the split's size."""
+    horizon is the same number of epochs whatever the split's size. It starts from the weights after
+    the first step and keeps a share of them for a long time (1 / e after ``epochs`` epochs): what the
+    real check rewarded is that anchoring, not only the smoothing (docs/gnn.md, "Averaged weights")."""
     if epochs <= 0:
         return None
     decay = 1.0 - 1.0 / max(1.0, epochs * steps_per_epoch)
