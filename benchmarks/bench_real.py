@@ -656,12 +656,12 @@ def collection_table(summary: dict[str, dict[str, dict]], methods: Sequence[str]
     """``collection_summary`` as a Markdown table: one row per collection, one column per method."""
     lines = ["| collection (mean over graphs) | graphs | " + " | ".join(methods) + " |",
              "|---|---|" + "---|" * len(methods)]
+    graphs = {c: max(entry["graphs"] for entry in by_method.values()) for c, by_method in summary.items()}
     for collection, by_method in summary.items():
-        graphs = max(entry["graphs"] for entry in by_method.values())
         entries = [_mean_and_interval(e["estimate"], e["low"], e["high"]) if (e := by_method.get(m)) else ""
                    for m in methods]
-        lines.append(f"| {collection} | {graphs} | " + " | ".join(entries) + " |")
-    few = [c for c, by_method in summary.items() if max(e["graphs"] for e in by_method.values()) < FEW_GRAPHS]
+        lines.append(f"| {collection} | {graphs[collection]} | " + " | ".join(entries) + " |")
+    few = [c for c, count in graphs.items() if count < FEW_GRAPHS]
     if few:
         lines.append(f"\n({', '.join(few)}: fewer than {FEW_GRAPHS} graphs, so the interval, which can only "
                      "reshuffle the graphs at hand, is too narrow; docs/statistics.md)")

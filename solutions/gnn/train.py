@@ -26,9 +26,8 @@ the official per-graph metric (``competition.metrics``; layout graphs on a fixed
 ``average_epochs`` what is scored and kept is an exponential moving average of the weights over
 about that many epochs (``torch.optim.swa_utils.AveragedModel``), which swings less between
 evaluations than the live weights and stays nearer the first steps' weights (docs/gnn.md, "Averaged
-weights"). Training
-stops after ``epochs``, after ``patience`` evaluations without improvement, or when the time
-budget runs out, whichever comes first.
+weights"). Training stops after ``epochs``, after ``patience`` evaluations without improvement, or
+when the time budget runs out, whichever comes first.
 
 **Graph Segment Training** (``training="gst"``, layout only; ``solutions.gnn.gst``): each step
 back-propagates through ``segments_per_step`` random segments of at most ``segment_size`` nodes and
@@ -261,15 +260,6 @@ def train(
     valid_examples = selection_examples(valid_examples, model.task)
     validate = distributed.all_sum([len(valid_examples)])[0] > 0  # the same decision on every rank
 
-    def predict(example):
-        if tile:
-            return predict_tile(judged, example, device=device)
-        return predict_layout(judged, example, device=device, batch_nodes=config.predict_batch_nodes,
-                              dedup_rows=dedup_rows)
-
-    def valid_score() -> float:
-        return _mean_over_ranks(predict, valid_examples, model.task)
-
     epochs = config.tile_epochs if tile else config.layout_epochs
     per_step = config.tile_graphs_per_step if tile else 1
     steps_per_epoch = math.ceil(most / per_step)
@@ -287,6 +277,15 @@ def train(
     step = distributed.data_parallel(_TrainingStep(model), find_unused_parameters=config_free)
     averaged = _moving_average(model, config.average_epochs, steps_per_epoch)
     judged = model if averaged is None else averaged.module  # what selection scores and keeps
+
+    def predict(example):
+        if tile:
+            return predict_tile(judged, example, device=device)
+        return predict_layout(judged, example, device=device, batch_nodes=config.predict_batch_nodes,
+                              dedup_rows=dedup_rows)
+
+    def valid_score() -> float:
+        return _mean_over_ranks(predict, valid_examples, model.task)
 
     started = time.perf_counter()
     best = valid_score() if validate else None
