@@ -8,7 +8,9 @@ protocols:
   graph, which it has never seen;
 - **within-graph**: each real graph's configs are split train / valid / test (several draws, seeded);
   the method is trained on the train part only (valid for its model selection) and ranks the test part.
-  A default-search graph whose program's random search is also at hand (the same file name in the
+  One draw at a time: its train and valid parts are written, every method fitted on them, and removed
+  before the next draw (the test part stays in memory), so a 100,000-config graph costs one draw's
+  disk whatever ``--draws``. A default-search graph whose program's random search is also at hand (the same file name in the
   source's random-search folders) gets that random search whole beside its train part, as a program's
   two searches sit in the same split of the release: what a default-search collection that also learns
   from the random search (``learn_from_random_search``) sees when it trains on real data.
@@ -251,7 +253,7 @@ def _pair_searches(found: list[RealGraph]) -> None:
 # -- scoring ---------------------------------------------------------------------------------------
 
 
-def graph_scores(predictions: Sequence[np.ndarray], graphs: Sequence[Graph]) -> np.ndarray:
+def graph_scores(predictions: Sequence[np.ndarray], graphs: Sequence[Graph | Truth]) -> np.ndarray:
     """The official score of each graph, from the row its predictions make (as a submission would)."""
     return np.asarray([graph.task.score_graph(graph.task.row_from_predictions(predicted),
                                               graph.config_runtime.astype(np.float64), graph.normalizers)
@@ -297,8 +299,8 @@ def _fit(method: str, params: dict[str, object], data_dir: Path, collection: Col
     return model
 
 
-def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]], truths: list[list[Graph]],
-               seed: int) -> Cell:
+def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]],
+               truths: list[list[Graph | Truth]], seed: int) -> Cell:
     """Fill ``cell`` from the predictions of every run (each a list, one entry per graph of ``real``)."""
     if real.collection.task.name == "layout":
         preds = [p[0] for p in predictions]
@@ -357,7 +359,8 @@ def split_configs(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndar
 
 
 def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Graph]] | None:
-    """A Kaggle-layout tree holding ``real``'s configs split train / valid / test; the test parts.
+    """A Kaggle-layout tree holding ``real``'s configs split train / valid (written uncompressed), and
+    the test parts, in memory: the methods fit on the tree and never read a test split.
 
     Tile kernels with fewer than 10 configs go whole into the training part; None when nothing is
     left to test.
@@ -369,7 +372,7 @@ def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Grap
             save_graph(graph, split_dir(root, real.collection, "train") / f"k{k}.npz", compressed=False)
             continue
         train, valid, test = split_configs(graph.num_configs, rng)
-        for split, configs in (("train", train), ("valid", valid), ("test", test)):
+        for split, configs in (("train", train), ("valid", valid)):
             save_graph(graph.select_configs(configs), split_dir(root, real.collection, split) / f"k{k}.npz",
                        compressed=False)
         tests.append(graph.select_configs(test))
@@ -385,9 +388,27 @@ def within_tree(real: RealGraph, draw: int, root: Path) -> tuple[Path, list[Grap
     return root, tests
 
 
+@dataclass(frozen=True)
+class Truth:
+    """What scoring reads of a test part (its runtimes, a tile kernel's normalisers) without its features,
+    kept for the intervals once the draw's graphs are gone."""
+
+    task: object
+    config_runtime: np.ndarray
+    normalizers: np.ndarray | None
+
+    @classmethod
+    def of(cls, graph: Graph) -> Truth:
+        return cls(graph.task, graph.config_runtime, graph.normalizers)
+
+
 def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequence[int], draws: int, *,
                time_budget_s: float | None, say=print) -> list[Cell]:
-    """Within each real graph: train on part of its configs, rank the rest."""
+    """Within each real graph: train on part of its configs, rank the rest.
+
+    One draw at a time: its tree is written, every method fitted on it for every seed, and the tree
+    removed before the next draw, so a graph of 100,000 configs holds one draw's train and valid parts
+    on disk (80 % of its uncompressed size) and one test part in memory, whatever ``draws``."""
     cells: list[Cell] = []
     for real in real_graphs:
         if real.collection.task.name == "layout" and real.num_configs < MIN_WITHIN_CONFIGS:
@@ -396,34 +417,39 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
         if real.random_search is not None:
             say(f"  within {real.name}: its program's random search "
                 f"({_config_count(real.random_search)} configs) is in the training split too")
-        trees = []
-        work = Path(tempfile.mkdtemp(prefix="bench-real-"))
-        try:
-            for draw in range(draws):
-                made = within_tree(real, draw, work / f"draw{draw}")
-                if made is not None:
-                    trees.append(made)
-            if not trees:
-                say(f"  within {real.name}: skipped, no kernel with 10+ configs")
-                continue
-            for method in methods:
-                base, params = VARIANTS.get(method, (method, {}))
-                predictions, truths = [], []
-                started = time.perf_counter()
-                fit_seconds = 0.0
-                for root, tests in trees:
+        # Per method, every run's predictions (draws x seeds, in that order) and the truths they rank.
+        predictions: dict[str, list[list[np.ndarray]]] = {m: [] for m in methods}
+        truths: list[list[Truth]] = []
+        fit_seconds = dict.fromkeys(methods, 0.0)
+        wall = dict.fromkeys(methods, 0.0)  # fits and predictions
+        for draw in range(draws):
+            work = Path(tempfile.mkdtemp(prefix="bench-real-"))
+            try:
+                made = within_tree(real, draw, work)
+                if made is None:
+                    break  # the split is by size only: no draw has a kernel to test
+                root, tests = made
+                for method in methods:
+                    base, params = VARIANTS.get(method, (method, {}))
+                    began = time.perf_counter()
                     for seed in seeds:
                         fit_started = time.perf_counter()
                         model = _fit(base, params, root, real.collection, seed, time_budget_s)
-                        fit_seconds += time.perf_counter() - fit_started
-                        predictions.append([np.asarray(model.predict(real.collection, g), dtype=np.float64)
-                                            for g in tests])
-                        truths.append(tests)
-                cell = Cell(real.name, method, "within", fit_seconds=fit_seconds)
-                cells.append(_summarise(cell, real, predictions, truths, seed=0))
-                say(f"  within {method:<10} {real.name:<52} {time.perf_counter() - started:6.1f} s")
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+                        fit_seconds[method] += time.perf_counter() - fit_started
+                        predictions[method].append([np.asarray(model.predict(real.collection, g),
+                                                               dtype=np.float64) for g in tests])
+                    wall[method] += time.perf_counter() - began
+                truths += [[Truth.of(g) for g in tests]] * len(seeds)
+                del tests, made
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        if not truths:
+            say(f"  within {real.name}: skipped, no kernel with 10+ configs")
+            continue
+        for method in methods:
+            cell = Cell(real.name, method, "within", fit_seconds=fit_seconds[method])
+            cells.append(_summarise(cell, real, predictions[method], truths, seed=0))
+            say(f"  within {method:<10} {real.name:<52} {wall[method]:6.1f} s")
     return cells
 
 

@@ -3,6 +3,7 @@ real protos; the full run is a benchmark (``make bench-real``)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from real_protos import KAGGLE_TREE, needs_kaggle_tree, needs_realdata
 
 from benchmarks import bench_real
-from competition.data.graphs import LayoutGraph
+from competition.data.graphs import LayoutGraph, load_graph
 from competition.stats import layout_taus, tau_interval
 from solutions.heuristics import layout_cost
 
@@ -202,6 +203,42 @@ def test_the_within_tree_puts_the_programs_random_search_whole_beside_the_train_
     counts = sorted(g.num_configs for _, g in source.graphs())
     assert counts == [7, 36]  # the sibling whole, and the default search's train part (60 %)
     assert sum(t.num_configs for t in tests) == 12
+
+
+def test_within_holds_one_draw_on_disk_and_writes_no_test_split(tmp_path, monkeypatch):
+    """A graph of 100,000 configs must not be written once per draw: each draw's tree is made, fitted on
+    and removed before the next, and its test part stays in memory (the methods never read one)."""
+    from competition.collections import COLLECTION_BY_NAME
+    from competition.data.tree import split_dir
+
+    collection = COLLECTION_BY_NAME["layout:xla:random"]
+    rng = np.random.default_rng(0)
+    graph = _layout_graph(np.full(18, -1), rng.integers(100, 10_000, size=100))
+    graph.node_config_feat[:, 0, 0] = graph.config_runtime  # a setting that gives the runtime away
+    real = bench_real.RealGraph("layout:xla:random:valid/g", collection, [graph], "kaggle")
+    work = tmp_path / "work"
+    work.mkdir()
+    made = itertools.count()
+    monkeypatch.setattr(bench_real.tempfile, "mkdtemp", lambda prefix: str(work / f"{prefix}{next(made)}"))
+    seen: list[tuple[str, int]] = []
+
+    class Perfect:  # ranks by the setting that is the runtime
+        def predict(self, collection, g):
+            return g.node_config_feat[:, 0, 0]
+
+    def fit(method, params, root, collection_, seed, budget):
+        seen.append((method, seed))
+        assert [p.name for p in work.iterdir()] == [root.name]  # only this draw's tree exists
+        assert not split_dir(root, collection, "test").exists()
+        assert [load_graph(p).num_configs for p in split_dir(root, collection, "train").glob("*.npz")] == [60]
+        return Perfect()
+
+    monkeypatch.setattr(bench_real, "_fit", fit)
+    cells = bench_real.run_within([real], ["gbdt", "gnn"], [0, 1], draws=3, time_budget_s=None,
+                                  say=lambda *_: None)
+    assert seen == [(m, s) for _ in range(3) for m in ("gbdt", "gnn") for s in (0, 1)]
+    assert list(work.iterdir()) == []  # every draw's tree removed
+    assert [(c.method, c.runs) for c in cells] == [("gbdt", [1.0] * 6), ("gnn", [1.0] * 6)]
 
 
 # -- across programs ----------------------------------------------------------------------------------
