@@ -67,6 +67,8 @@ REAL_DATA ?= ../shared/realdata/kaggle
 # On a full release, restrict the three benchmarks to some graphs (REAL_ONLY: text their names contain)
 # and bench_real's runs (BENCH_REAL_ARGS), e.g.
 #   make bench-real REAL_DATA=PATH REAL_ONLY=xla BENCH_REAL_ARGS="--seeds 0 --draws 1 --time-budget 300"
+# Two methods of one run, paired run by run: BENCH_REAL_ARGS="--methods gnn,gnn-live-weights --compare
+# gnn-live-weights:gnn", or afterwards python -m benchmarks.compare_real data/bench-real/results.json A B
 REAL_ONLY ?=
 BENCH_REAL_ARGS ?=
 ONLY_ARG = $(if $(REAL_ONLY),--only $(REAL_ONLY))

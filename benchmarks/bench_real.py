@@ -10,10 +10,11 @@ protocols:
   the method is trained on the train part only (valid for its model selection) and ranks the test part.
   One draw at a time: its train and valid parts are written, every method fitted on them, and removed
   before the next draw (the test part stays in memory), so a 100,000-config graph costs one draw's
-  disk whatever ``--draws``. A default-search graph whose program's random search is also at hand (the same file name in the
-  source's random-search folders) gets that random search whole beside its train part, as a program's
-  two searches sit in the same split of the release: what a default-search collection that also learns
-  from the random search (``learn_from_random_search``) sees when it trains on real data.
+  disk whatever ``--draws``. A default-search graph whose program's random search is also at hand (the
+  same file name in the source's random-search folders) gets that random search whole beside its train
+  part, as a program's two searches sit in the same split of the release: what a default-search
+  collection that also learns from the random search (``learn_from_random_search``) sees when it trains
+  on real data.
 - **across programs**: the method is trained on the labelled real graphs of *other programs* and ranks
   every config of the held-out program's graphs, as a competitor's model trained on the real training
   split ranks programs it has not seen. Programs are told apart by their graph (opcodes and edges), so
@@ -271,6 +272,9 @@ class Cell:
     method: str
     protocol: str
     runs: list[float] = field(default_factory=list)
+    # What each run shares with the other runs of its unit (the competition it trained on, the draw that
+    # split the configs): paired comparisons resample units, then runs (benchmarks/compare_real.py).
+    units: list[str] = field(default_factory=list)
     fit_seconds: float = 0.0  # training time over all runs (wall; the machine's load moves it)
     estimate: float = float("nan")
     low: float = float("nan")
@@ -278,8 +282,8 @@ class Cell:
 
     def to_json(self) -> dict:
         return {"graph": self.graph, "method": self.method, "protocol": self.protocol, "runs": self.runs,
-                "fit_seconds": round(self.fit_seconds, 1), "estimate": self.estimate, "low": self.low,
-                "high": self.high}
+                "units": self.units, "fit_seconds": round(self.fit_seconds, 1), "estimate": self.estimate,
+                "low": self.low, "high": self.high}
 
 
 def _make(method: str, params: dict[str, object]):
@@ -342,8 +346,10 @@ def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dir
                                  for g in real.graphs])
                     say(f"  transfer {method:<10} small seed {synth_seed} method seed {seed} {name:<20} "
                         f"{time.perf_counter() - started:6.1f} s")
+        units = [f"competition {synth_seed}" for synth_seed in synth_dirs for _ in seeds]
         for real in real_graphs:
-            cell = Cell(real.name, method, "transfer", fit_seconds=fit_seconds[real.collection.name])
+            cell = Cell(real.name, method, "transfer", units=units,
+                        fit_seconds=fit_seconds[real.collection.name])
             runs = predictions[real.name]
             truth = list(real.graphs)  # read once for every run
             cells.append(_summarise(cell, real, runs, [truth] * len(runs), seed=0))
@@ -420,6 +426,7 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
         # Per method, every run's predictions (draws x seeds, in that order) and the truths they rank.
         predictions: dict[str, list[list[np.ndarray]]] = {m: [] for m in methods}
         truths: list[list[Truth]] = []
+        units: list[str] = []
         fit_seconds = dict.fromkeys(methods, 0.0)
         wall = dict.fromkeys(methods, 0.0)  # fits and predictions
         for draw in range(draws):
@@ -440,6 +447,7 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
                                                                dtype=np.float64) for g in tests])
                     wall[method] += time.perf_counter() - began
                 truths += [[Truth.of(g) for g in tests]] * len(seeds)
+                units += [f"draw {draw}"] * len(seeds)
                 del tests, made
             finally:
                 shutil.rmtree(work, ignore_errors=True)
@@ -447,7 +455,7 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
             say(f"  within {real.name}: skipped, no kernel with 10+ configs")
             continue
         for method in methods:
-            cell = Cell(real.name, method, "within", fit_seconds=fit_seconds[method])
+            cell = Cell(real.name, method, "within", units=units, fit_seconds=fit_seconds[method])
             cells.append(_summarise(cell, real, predictions[method], truths, seed=0))
             say(f"  within {method:<10} {real.name:<52} {wall[method]:6.1f} s")
     return cells
@@ -627,7 +635,8 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
             for real in ranked:
                 key = (method, real.name)
                 truth = list(real.graphs)  # read once for every run
-                cell = Cell(real.name, method, "across", fit_seconds=fit_seconds[key])
+                units = [f"draw {draw}" for draw in range(draws) for _ in seeds]
+                cell = Cell(real.name, method, "across", units=units, fit_seconds=fit_seconds[key])
                 cells.append(_summarise(cell, real, runs[key], [truth] * len(runs[key]), seed=0))
     return cells
 
@@ -635,7 +644,7 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
 # -- report ------------------------------------------------------------------------------------------
 
 
-def _mean_and_interval(estimate: float, low: float, high: float) -> str:
+def mean_and_interval(estimate: float, low: float, high: float) -> str:
     return f"{estimate:+.3f} [{low:+.2f}, {high:+.2f}]"
 
 
@@ -652,7 +661,7 @@ def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
         entries = []
         for method in methods:
             c = row.get(method)
-            entries.append("" if c is None else _mean_and_interval(c.estimate, c.low, c.high))
+            entries.append("" if c is None else mean_and_interval(c.estimate, c.low, c.high))
         lines.append(f"| {graph} | " + " | ".join(entries) + " |")
     return "\n".join(lines)
 
@@ -684,14 +693,20 @@ def collection_table(summary: dict[str, dict[str, dict]], methods: Sequence[str]
              "|---|---|" + "---|" * len(methods)]
     graphs = {c: max(entry["graphs"] for entry in by_method.values()) for c, by_method in summary.items()}
     for collection, by_method in summary.items():
-        entries = [_mean_and_interval(e["estimate"], e["low"], e["high"]) if (e := by_method.get(m)) else ""
+        entries = [mean_and_interval(e["estimate"], e["low"], e["high"]) if (e := by_method.get(m)) else ""
                    for m in methods]
         lines.append(f"| {collection} | {graphs[collection]} | " + " | ".join(entries) + " |")
-    few = [c for c, count in graphs.items() if count < FEW_GRAPHS]
-    if few:
-        lines.append(f"\n({', '.join(few)}: fewer than {FEW_GRAPHS} graphs, so the interval, which can only "
-                     "reshuffle the graphs at hand, is too narrow; docs/statistics.md)")
+    lines += few_graphs_note(graphs)
     return "\n".join(lines)
+
+
+def few_graphs_note(graphs: dict[str, int]) -> list[str]:
+    """The caption under a collection table (collection -> graphs) whose rows rest on too few graphs."""
+    few = [c for c, count in graphs.items() if count < FEW_GRAPHS]
+    if not few:
+        return []
+    return [f"\n({', '.join(few)}: fewer than {FEW_GRAPHS} graphs, so the interval, which can only reshuffle "
+            "the graphs at hand, is too narrow; docs/statistics.md)"]
 
 
 def real_data_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
@@ -747,6 +762,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="across programs: folds the programs are dealt into")
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds of training per fit (default: none)")
+    parser.add_argument("--compare", action="append", default=[], metavar="BASE:NEW",
+                        help="after the tables, NEW - BASE paired run by run (repeatable; both in --methods; "
+                             "on a saved run: python -m benchmarks.compare_real)")
     parser.add_argument("--out", type=Path, default=Path("data/bench-real/results.json"), help="JSON results")
     return parser.parse_args(argv)
 
@@ -775,6 +793,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_real: --protocols {args.protocols!r}: expected a comma-separated list of "
               f"{', '.join(PROTOCOLS)}", file=sys.stderr)
         return 2
+    comparisons = [tuple(text.split(":")) for text in args.compare]
+    for text, pair in zip(args.compare, comparisons, strict=True):
+        if len(pair) != 2 or any(m not in methods for m in pair) or pair[0] == pair[1]:
+            print(f"bench_real: --compare {text!r}: expected BASE:NEW, two different methods of --methods "
+                  f"({', '.join(methods)})", file=sys.stderr)
+            return 2
     if args.folds < 2:
         print(f"bench_real: --folds {args.folds}: needs 2 or more (each fold is ranked by models trained on "
               "the others)", file=sys.stderr)
@@ -811,6 +835,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if summaries[protocol]:
             print()
             print(collection_table(summaries[protocol], methods))
+    if comparisons:
+        from benchmarks.compare_real import compare_cells, report  # it reads this module's results
+
+        for base, new in comparisons:
+            pairs, left_out = compare_cells([c.to_json() for c in cells], base, new)
+            print(f"\n{report(pairs, left_out, base, new)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "methods": methods, "protocols": protocols, "seeds": seeds, "synth_seeds": args.synth_seeds,

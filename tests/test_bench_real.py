@@ -23,7 +23,7 @@ def test_smoke_run_on_tiny_ranks_the_shipped_real_graphs_with_both_protocols(tmp
     out = tmp_path / "results.json"
     argv = ["--real", str(tmp_path / "no-kaggle-tree"), "--scale", "tiny", "--synth-seeds", "0",
             "--seeds", "0", "--draws", "1", "--methods", "random,heuristic", "--synth-root",
-            str(tmp_path / "synth"), "--out", str(out)]
+            str(tmp_path / "synth"), "--out", str(out), "--compare", "random:heuristic"]
     assert bench_real.main(argv) == 0
     printed = capsys.readouterr().out
     assert "no real Kaggle tree" in printed and "### transfer" in printed and "### within" in printed
@@ -38,6 +38,10 @@ def test_smoke_run_on_tiny_ranks_the_shipped_real_graphs_with_both_protocols(tmp
     for cell in results["cells"]:
         assert cell["low"] <= cell["estimate"] <= cell["high"], cell
         assert -1 <= cell["estimate"] <= 1 and cell["runs"], cell
+        assert cell["units"] == [{"transfer": "competition 0", "within": "draw 0"}[cell["protocol"]]], cell
+    # --compare: the paired tables follow the per-method ones.
+    assert "### transfer: heuristic - random, paired run by run" in printed
+    assert f"| {layout} |" in printed.split("### within: heuristic - random, paired run by run")[1]
 
 
 def test_transfer_cells_carry_the_training_time_of_the_models_that_ranked_them(monkeypatch):
@@ -61,6 +65,10 @@ def test_transfer_cells_carry_the_training_time_of_the_models_that_ranked_them(m
     (["--protocols", "transfer,magic"], "--protocols 'transfer,magic': expected a comma-separated list of"),
     (["--protocols", ","], "expected a comma-separated list of transfer, within, across"),
     (["--folds", "1"], "--folds 1: needs 2 or more"),
+    (["--methods", "random,heuristic", "--compare", "random:gbdt"],
+     "--compare 'random:gbdt': expected BASE:NEW"),
+    (["--methods", "random,heuristic", "--compare", "random"], "two different methods of --methods"),
+    (["--methods", "random,heuristic", "--compare", "random:random"], "two different methods of --methods"),
 ])
 def test_bad_protocols_and_folds_are_usage_errors(argv, message, capsys):
     assert bench_real.main([*argv, "--no-protos", "--real", "/nonexistent"]) == 2
