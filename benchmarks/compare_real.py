@@ -99,6 +99,8 @@ def compare_cells(cells: Iterable[dict], base: str, new: str, *, protocols: Sequ
         if protocols is not None and protocol not in protocols:
             continue
         a, b = found.get((protocol, graph, base)), found.get((protocol, graph, new))
+        if a is None and b is None:  # measured for other methods only
+            continue
         if a is None or b is None:
             notes.append(f"{protocol} {graph}: only {(a or b)['method']} was measured there")
             continue

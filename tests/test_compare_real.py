@@ -79,7 +79,7 @@ def test_compare_pairs_each_graph_and_names_what_it_leaves_out():
     cells = [_cell(g1, "gbdt", [0.1, 0.2, 0.3, 0.4]), _cell(g1, "gnn", [0.2, 0.2, 0.5, 0.5]),
              _cell(g2, "gbdt", [0.5, 0.5, 0.5, 0.5]), _cell(g2, "gnn", [0.4, 0.4, 0.4, 0.4]),
              _cell(g3, "gbdt", [0.1, 0.1]), _cell(g3, "gnn", [0.1, 0.1, 0.1, 0.1]),
-             _cell(g3, "gbdt", [0.3], protocol="transfer")]
+             _cell(g3, "gbdt", [0.3], protocol="transfer"), _cell(g3, "random", [0.0], protocol="across")]
     pairs, notes = compare_cells(cells, "gbdt", "gnn")
     assert [(p.graph, p.units, p.unit, p.ahead) for p in pairs] == [(g1, 2, "draw", 2), (g2, 2, "draw", 0)]
     assert [p.difference.estimate for p in pairs] == pytest.approx([0.1, -0.1])
