@@ -570,7 +570,7 @@ def test_a_saved_model_predicts_with_its_own_pruning_after_the_default_changes(t
     ranker.save(tmp_path / "model")
     saved = json.loads((tmp_path / "model" / "gnn.json").read_text())
     assert (saved["config"]["pruning"] == "onehop" and saved["pruning"] == "one_hop"
-            and saved["format_version"] == 4)
+            and saved["format_version"] == 5)
 
     monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "configurable")  # a later kit changes the default
     assert GNNRanker().config.pruning == "configurable"  # the change is real for new models
@@ -657,7 +657,8 @@ def test_version_1_models_keep_their_pruning(saved_layout_model, tmp_path, monke
     (lambda meta: meta["config"].pop("pruning"),
      r"gnn\.json: no pruning recorded \(config\.pruning is missing\)"),
     (as_version_1(True, "two_hop"), r"gnn\.json: the model was trained with pruning 'two_hop'"),
-    (lambda meta: meta.update(format_version=5), r"gnn\.json: format version 5; this kit reads 1, 2, 3, 4"),
+    (lambda meta: meta.update(format_version=6),
+     r"gnn\.json: format version 6; this kit reads 1, 2, 3, 4, 5"),
 ])
 def test_a_model_whose_pruning_cannot_be_rebuilt_is_refused(saved_layout_model, tmp_path, edit, message):
     folder, _, _ = saved_layout_model

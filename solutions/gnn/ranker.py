@@ -17,16 +17,23 @@ from competition.data.graphs import Graph, load_graph
 from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
 from competition.tasks import TILE_CONFIG_DIM, Task
-from solutions import distributed
+from solutions import distributed, heuristic_blend
 from solutions.features.engineered import FEATURE_VERSION, FEATURES, changes_since
 from solutions.features.layout import layout_feature_names
 from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
-from solutions.gnn.model import LayoutRanker, TileRanker
+from solutions.gnn.model import HEURISTIC_COLUMN, LayoutRanker, TileRanker
 from solutions.gnn.settings import GNNConfig
-from solutions.gnn.train import TrainResult, predict_layout, predict_tile, train
+from solutions.gnn.train import TrainResult, layout_selection_sample, predict_layout, predict_tile, train
 from solutions.method import FitOptions, SavedModelError, SplitSource, read_saved_json, with_random_search
 from solutions.pruning import NO_PRUNING, GraphTransform, PruningNameError, parse_pruning
-from solutions.selection import CROSS_VALIDATION, SelectionPlan, cv_fold_of, min_configs, plan_selection
+from solutions.selection import (
+    CROSS_VALIDATION,
+    SelectionPlan,
+    cv_fold_of,
+    min_configs,
+    plan_selection,
+    selection_examples,
+)
 from solutions.settings import SettingError, check_names
 
 MODEL_FILE = "gnn.pt"
@@ -38,8 +45,9 @@ META_FILE = "gnn.json"
 # 2 (still read; trained full-graph): config["pruning"] records the pruning name. 1 (still read): only
 # "prune" and the transform's long name, which was always OneHop's, since every version-1 kit pruned
 # with OneHop.
-FORMAT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+FORMAT_VERSION = 5  # 5: the heuristic's weight in the ranking (heuristic_blend), which a kit of 4 would drop
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
+BLEND_CONFIGS = 1024  # heuristic_blend: configs of each valid graph its weight is chosen on
 # the model every version < 4 saved: early fusion, no attention, raw tile config features
 BEFORE_VERSION_4 = {"fusion": "early", "config_attention": False, "tile_geometry": False}
 # Settings added after a model format was fixed: a saved config without one was trained without it,
@@ -153,6 +161,10 @@ class GNNRanker:
         self.pruning_summary: dict | None = None
         self.selection: dict | None = None  # how the epoch was chosen (SelectionPlan.to_json, + cv figures)
         self.trained_on: list[str] = []  # the collections whose train graphs the model learned from
+        # heuristic_blend: the weight of the heuristic's order in the ranking (0: the network's own), and
+        # each weight's mean validation score (None: not chosen)
+        self.blend_weight = 0.0
+        self.blend_scores: dict[float, float] | None = None
 
     @classmethod
     def settings_for(cls, collection_name: str, params: dict) -> GNNConfig:
@@ -209,6 +221,26 @@ class GNNRanker:
                 stop_after=stop_after,
             )
             self.model.load_state_dict(self.result.best_state)
+            if self.config.heuristic_blend and isinstance(self.model, LayoutRanker):
+                self._choose_blend(collection, valid_examples, options.seed)
+
+    def _choose_blend(self, collection: Collection, examples: list, seed: int) -> None:
+        """``heuristic_blend``: the weight whose blend of the network's order and the heuristic's scores
+        the valid graphs (every process's; ``BLEND_CONFIGS`` configs of each at most) best."""
+        rng = np.random.default_rng([seed, 11])  # a fixed sample, apart from the one selection drew
+        sampled = [layout_selection_sample(e, BLEND_CONFIGS, rng)
+                   for e in selection_examples(examples, collection.task)]
+        batch, dedup = self.config.predict_batch_nodes, self.compress
+        graphs = [(predict_layout(self.model, e, device=self.device, batch_nodes=batch, dedup_rows=dedup),
+                   e.engineered[:, HEURISTIC_COLUMN].numpy(), e.runtime.numpy()) for e in sampled]
+        *totals, count = distributed.all_sum([*heuristic_blend.score_sums(collection.task, graphs),
+                                              float(len(graphs))])
+        if not count:  # nothing to choose on: the network's own order
+            self.blend_weight, self.blend_scores = 0.0, None
+            return
+        weights = heuristic_blend.WEIGHTS
+        self.blend_scores = {w: total / count for w, total in zip(weights, totals, strict=True)}
+        self.blend_weight = heuristic_blend.best_weight(self.blend_scores)
 
     def _cross_validated_epoch(self, collection: Collection, examples: list, options: FitOptions,
                                budget: _Budget) -> tuple[int | None, int, float | None]:
@@ -254,6 +286,9 @@ class GNNRanker:
             else:
                 scores = predict_layout(self.model, example, device=self.device,
                                         batch_nodes=self.config.predict_batch_nodes, dedup_rows=self.compress)
+                if self.blend_weight:
+                    scores = heuristic_blend.blend(scores, example.engineered[:, HEURISTIC_COLUMN].numpy(),
+                                                   self.blend_weight)
         return example.expand(scores)
 
     def save(self, path: Path) -> None:
@@ -285,6 +320,7 @@ class GNNRanker:
                 "mode": self.training_mode, "world_size": self.result.world_size, "gst": self.result.gst,
             },
             "pruning_summary": self.pruning_summary,
+            "heuristic_blend": self._blend_facts(),
         }
         if isinstance(self.model, LayoutRanker) and self.model.engineered is not None:
             meta["engineered_columns"] = engineered_columns()
@@ -321,6 +357,7 @@ class GNNRanker:
         ranker.model = ranker._build(ranker.collection)
         if isinstance(ranker.model, LayoutRanker) and ranker.model.engineered is not None:
             _check_engineered_columns(meta.get("engineered_columns"), meta_path)
+        ranker.blend_weight = _saved_blend_weight(meta, meta_path)
         ranker.model.load_state_dict(torch.load(model_path, map_location="cpu", weights_only=True))
         ranker.model.eval()
         return ranker
@@ -339,7 +376,15 @@ class GNNRanker:
                 out["gst"] = self.result.gst
         if self.selection is not None:
             out["selection"] = self.selection
+        if self.config.heuristic_blend:
+            out["heuristic_blend"] = self._blend_facts()
         return out
+
+    def _blend_facts(self) -> dict:
+        """The heuristic's weight in the ranking, and each weight's validation score (None: not chosen)."""
+        return {"weight": self.blend_weight,
+                "valid_scores": None if self.blend_scores is None
+                else {str(w): round(score, 6) for w, score in self.blend_scores.items()}}
 
     def set_device(self, device: str) -> None:
         """Predict on ``device`` from now on (after ``load``, which reads onto the CPU)."""
@@ -451,6 +496,17 @@ def _check_engineered_columns(saved: dict | None, meta_path: Path) -> None:
     raise SavedModelError(f"{meta_path}: trained on engineered layout features (version "
                           f"{saved.get('version')!r}) that this kit computes differently (version "
                           f"{now['version']}; {differs}); retrain the model")
+
+
+def _saved_blend_weight(meta: dict, meta_path: Path) -> float:
+    """The heuristic's weight in a saved model's ranking (0 before format 5 and without the setting);
+    SavedModelError for a weight that is not a non-negative number."""
+    facts = meta.get("heuristic_blend") or {}
+    weight = facts.get("weight", 0.0) if isinstance(facts, dict) else None
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
+        raise SavedModelError(f"{meta_path}: heuristic_blend.weight is {weight!r}, not a non-negative number "
+                              "(the heuristic's weight in the ranking); write the model again")
+    return float(weight)
 
 
 def _saved_pruning(meta: dict, meta_path: Path) -> str:

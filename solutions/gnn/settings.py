@@ -70,6 +70,10 @@ class GNNConfig:
     heuristic_prior: float = setting(0.0, "layout, with engineered_features: add this times the config's "
                                      "heuristic_log_cost z-score to its score, so the network learns what "
                                      "to change in the heuristic's order (0: off; model.py)", low=0)
+    heuristic_blend: bool = setting(False, "layout, with engineered_features: after training, rank by the "
+                                    "network's scores blended with the heuristic's at the weight (0-4) the "
+                                    "validation split scores best (0 keeps the network's; "
+                                    "solutions.heuristic_blend)")
     max_train_configs: int | None = setting(4096, "layout, with engineered_features: a training graph "
                                             "with more distinct configs keeps a fixed random sample of "
                                             "this many (none: all; data.py)", low=2)
@@ -116,6 +120,9 @@ class GNNConfig:
         if self.heuristic_prior > 0 and not self.engineered_features:
             raise SettingError(f"setting heuristic_prior={self.heuristic_prior} reads the engineered "
                                f"heuristic_log_cost; add engineered_features=true or set heuristic_prior=0")
+        if self.heuristic_blend and not self.engineered_features:
+            raise SettingError("setting heuristic_blend=true reads the engineered heuristic_log_cost; add "
+                               "engineered_features=true or set heuristic_blend=false")
         if self.training == "gst" and self.fusion != "early":
             raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the "
                                f"per-config message passing of early fusion, and {self.fusion} fusion passes "

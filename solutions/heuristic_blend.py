@@ -1,0 +1,65 @@
+"""A trained model's layout ranking blended with the heuristic's, at the weight validation prefers.
+
+After training, a learned method scores its validation graphs with ``z(model) + w x z(heuristic)``
+(both as z-scores within the graph, both higher = slower) for each weight ``w`` of ``WEIGHTS``, keeps
+the weight whose blend scores best (the smallest of equal scores: 0 keeps the model's own ranking),
+and ranks every graph it predicts with that blend. The heuristic is the kit's rule
+(``solutions.heuristics``); the methods read its estimate from their own engineered features (the
+gnn's ``heuristic_log_cost`` row input, gbdt's column), so nothing is computed twice.
+
+Why (docs/gnn.md, "Blending in the heuristic's order"): trained on the embedded competition, the
+gnn's validation split asked for the blend in most of its fits on ``layout:xla:default``, and the
+real default-search graphs at hand agree; trained on a real graph's own configs, validation keeps the
+model alone. The choice is made on the validation split, never on test labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from competition.tasks import Task
+
+WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)  # 0: the model alone; 4: the heuristic, ties broken by the model
+
+
+def zscore(values: np.ndarray) -> np.ndarray:
+    """``values`` as z-scores (float64); all zeros when they do not vary."""
+    values = np.asarray(values, dtype=np.float64)
+    spread = values.std()
+    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
+
+
+def blend(scores: np.ndarray, heuristic: np.ndarray, weight: float) -> np.ndarray:
+    """The blended prediction (higher = slower): the model's scores themselves when ``weight`` is 0."""
+    if not weight:
+        return np.asarray(scores)
+    return zscore(scores) + weight * zscore(heuristic)
+
+
+Graphs = Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]  # (model scores, heuristic estimates, runtimes)
+
+
+def score_sums(task: Task, valid: Graphs) -> list[float]:
+    """For each weight of ``WEIGHTS``, the sum over the valid graphs (``(model scores, heuristic
+    estimates, runtimes)`` each) of its blend's official score: sums, so that the processes of a
+    distributed run can add theirs before ``best_weight``."""
+    graphs = [(np.asarray(s), np.asarray(h), np.asarray(r, dtype=np.float64)) for s, h, r in valid]
+    return [float(sum(task.score_graph(np.argsort(blend(s, h, w), kind="stable"), r, None)
+                      for s, h, r in graphs)) for w in WEIGHTS]
+
+
+def best_weight(mean_scores: dict[float, float]) -> float:
+    """The weight with the best mean score, the smallest of equal ones (0: the model alone)."""
+    return max(mean_scores, key=lambda w: (round(mean_scores[w], 12), -w))
+
+
+def choose_weight(task: Task, valid: Graphs) -> tuple[float, dict[float, float]]:
+    """``best_weight`` over the valid graphs of one process, and each weight's mean score ({} and 0, the
+    model alone, without a valid graph)."""
+    valid = list(valid)
+    if not valid:
+        return 0.0, {}
+    means = {w: total / len(valid) for w, total in zip(WEIGHTS, score_sums(task, valid), strict=True)}
+    return best_weight(means), means
