@@ -145,6 +145,14 @@ def read_saved_json(file: Path) -> dict:
     return data
 
 
+def unreadable_model_file(file: Path, reader: str, exc: BaseException) -> SavedModelError:
+    """The refusal of a saved weight file its library cannot read (damaged, truncated, another model's):
+    the file, the library's complaint in one line, and what to do."""
+    complaint = (str(exc).strip().splitlines() or [""])[0][:200]
+    return SavedModelError(f"{file}: {reader} cannot read it ({type(exc).__name__}: {complaint}); write the "
+                           "model again (run without --predict-only)")
+
+
 @runtime_checkable
 class RankingMethod(Protocol):
     """A method fitted on one collection; ``predict`` gives one number per config, lower = faster."""

@@ -546,8 +546,8 @@ def test_predict_only_loads_a_tile_gbdt_model_of_an_older_feature_version(tiny_c
     assert (tmp_path / "out.csv").read_text() == (tmp_path / "sub.csv").read_text()
 
 
-# A damaged model folder (a hand edit, a truncated copy): a usage error naming the file (or, for a broken
-# weight file, the folder) and what failed, never a traceback.
+# A damaged model folder (a hand edit, a truncated copy): a usage error naming the file (or, for keys
+# missing from a settings file, the folder) and what failed, never a traceback.
 NOT_JSON = r"tile_xla/{}: not JSON \(Expecting .*\); write the model again \(run without --predict-only\)"
 UNREADABLE = r"tile_xla: the saved {} model could not be read \(\w+: .*\); run without --predict-only first"
 
@@ -557,9 +557,13 @@ UNREADABLE = r"tile_xla: the saved {} model could not be read \(\w+: .*\); run w
     ("heuristic", "heuristic.json", "[3]", r"heuristic\.json: a JSON object was expected, not a list; write"),
     ("gbdt", "settings.json", "{not json", NOT_JSON.format("settings\\.json")),
     ("gbdt", "settings.json", "{}", UNREADABLE.format("gbdt")),
-    ("gbdt", "model.txt", "not a LightGBM model", UNREADABLE.format("gbdt")),
+    ("gbdt", "model.txt", "not a LightGBM model",
+     r"tile_xla/model\.txt: LightGBM cannot read it \(LightGBMError: .+\); write the model again \(run "
+     r"without --predict-only\)"),
     ("gnn", "gnn.json", "[1]", r"gnn\.json: a JSON object was expected, not a list; write the model again"),
-    ("gnn", "gnn.pt", "truncated", UNREADABLE.format("gnn")),
+    ("gnn", "gnn.pt", "truncated",
+     r"tile_xla/gnn\.pt: torch cannot read it \(\w+: .+\); write the model again \(run without "
+     r"--predict-only\)"),
 ], ids=["random-json", "heuristic-list", "gbdt-json", "gbdt-keys", "gbdt-booster", "gnn-list", "gnn-weights"])
 def test_predict_only_refuses_a_damaged_model_in_words(tiny_competition, tmp_path, method, file, text,
                                                        refusal):

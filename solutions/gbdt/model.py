@@ -47,7 +47,14 @@ from solutions.gbdt.queries import (
     validation_queries,
 )
 from solutions.gbdt.settings import GBDTSettings
-from solutions.method import FitOptions, SavedModelError, SplitSource, read_saved_json, with_random_search
+from solutions.method import (
+    FitOptions,
+    SavedModelError,
+    SplitSource,
+    read_saved_json,
+    unreadable_model_file,
+    with_random_search,
+)
 from solutions.selection import CROSS_VALIDATION, cv_fold_of, informative_graphs, plan_selection
 from solutions.settings import SettingError, check_names
 
@@ -296,7 +303,10 @@ class GBDTRanker:
             raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}; retrain the model") from None
         ranker.collection_name = meta["collection"]
         ranker.features = features
-        ranker.booster = lgb.Booster(model_file=str(path / MODEL_FILE))
+        try:
+            ranker.booster = lgb.Booster(model_file=str(path / MODEL_FILE))
+        except (lgb.basic.LightGBMError, OSError) as exc:
+            raise unreadable_model_file(path / MODEL_FILE, "LightGBM", exc) from None
         ranker.best_iteration = ranker.booster.current_iteration()  # saved truncated at the best round
         return ranker
 

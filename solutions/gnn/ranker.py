@@ -24,7 +24,14 @@ from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample
 from solutions.gnn.model import HEURISTIC_COLUMN, LayoutRanker, TileRanker
 from solutions.gnn.settings import GNNConfig
 from solutions.gnn.train import TrainResult, layout_selection_sample, predict_layout, predict_tile, train
-from solutions.method import FitOptions, SavedModelError, SplitSource, read_saved_json, with_random_search
+from solutions.method import (
+    FitOptions,
+    SavedModelError,
+    SplitSource,
+    read_saved_json,
+    unreadable_model_file,
+    with_random_search,
+)
 from solutions.pruning import NO_PRUNING, GraphTransform, PruningNameError, parse_pruning
 from solutions.selection import (
     CROSS_VALIDATION,
@@ -358,7 +365,10 @@ class GNNRanker:
         if isinstance(ranker.model, LayoutRanker) and ranker.model.engineered is not None:
             _check_engineered_columns(meta.get("engineered_columns"), meta_path)
         ranker.blend_weight = _saved_blend_weight(meta, meta_path)
-        ranker.model.load_state_dict(torch.load(model_path, map_location="cpu", weights_only=True))
+        try:  # a truncated file, or the weights of another network
+            ranker.model.load_state_dict(torch.load(model_path, map_location="cpu", weights_only=True))
+        except Exception as exc:  # torch raises RuntimeError, EOFError or pickle's errors here
+            raise unreadable_model_file(model_path, "torch", exc) from None
         ranker.model.eval()
         return ranker
 
