@@ -67,13 +67,17 @@ REAL_DATA ?= ../shared/realdata/kaggle
 # On a full release, restrict the three benchmarks to some graphs (REAL_ONLY: text their names contain)
 # and bench_real's runs (BENCH_REAL_ARGS), e.g.
 #   make bench-real REAL_DATA=PATH REAL_ONLY=xla BENCH_REAL_ARGS="--seeds 0 --draws 1 --time-budget 300"
-# Two methods of one run, paired run by run: BENCH_REAL_ARGS="--methods gnn,gnn-live-weights --compare
-# gnn-live-weights:gnn", or afterwards python -m benchmarks.compare_real data/bench-real/results.json A B
+# Pairs of methods compared run by run after the tables (REAL_COMPARE, BASE:NEW each; both must be among
+# the methods run, REAL_COMPARE= for none): by default each learned method against the heuristic, the
+# rule it has to beat. Afterwards, any two: python -m benchmarks.compare_real data/bench-real/results.json
+# BASE NEW
+REAL_COMPARE ?= heuristic:gbdt heuristic:gnn
 REAL_ONLY ?=
 BENCH_REAL_ARGS ?=
 ONLY_ARG = $(if $(REAL_ONLY),--only $(REAL_ONLY))
 bench-real: $(TEST_STAMP)
-	$(BIN)/python -m benchmarks.bench_real --real $(REAL_DATA) $(ONLY_ARG) $(BENCH_REAL_ARGS)
+	$(BIN)/python -m benchmarks.bench_real --real $(REAL_DATA) $(ONLY_ARG) $(addprefix --compare ,$(REAL_COMPARE)) \
+		$(BENCH_REAL_ARGS)
 	$(BIN)/python -m benchmarks.bench_additivity --real $(REAL_DATA) $(ONLY_ARG)
 	$(BIN)/python -m benchmarks.bench_attribution --real $(REAL_DATA) $(ONLY_ARG)
 

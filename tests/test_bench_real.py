@@ -432,3 +432,25 @@ def test_tile_kernels_too_small_to_rank_are_left_out_in_one_note(tmp_path):
     [note] = [n for n in notes if "tile kernel" in n]
     assert note.startswith("left out: 5 tile kernel(s) with too few configs to rank")
     assert "k0 (3 configs), k1 (3 configs), k2 (3 configs) and 2 more" in note
+
+
+@pytest.mark.parametrize(("args", "flags"), [
+    ([], "--compare heuristic:gbdt --compare heuristic:gnn"),
+    (["REAL_COMPARE=gbdt:gnn"], "--compare gbdt:gnn"),
+    (["REAL_COMPARE="], None),
+])
+def test_make_bench_real_compares_the_learned_methods_with_the_heuristic(args, flags):
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(["make", "-n", "bench-real", *args], cwd=root, capture_output=True, text=True,
+                          check=True)
+    lines = done.stdout.replace("\\\n", " ").splitlines()  # the recipe's continued line, joined
+    [line] = [line for line in lines if "benchmarks.bench_real" in line]
+    if flags is None:
+        assert "--compare" not in line
+    else:
+        assert flags in " ".join(line.split())
