@@ -835,12 +835,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if summaries[protocol]:
             print()
             print(collection_table(summaries[protocol], methods))
-    if comparisons:
-        from benchmarks.compare_real import compare_cells, report  # it reads this module's results
-
-        for base, new in comparisons:
-            pairs, left_out = compare_cells([c.to_json() for c in cells], base, new)
-            print(f"\n{report(pairs, left_out, base, new)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "methods": methods, "protocols": protocols, "seeds": seeds, "synth_seeds": args.synth_seeds,
@@ -850,6 +844,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cells": [c.to_json() for c in cells],
         "collections": summaries,
     }, indent=1) + "\n")
+    if comparisons:
+        from benchmarks.compare_real import CompareError, compare_cells, report  # it reads these results
+
+        for base, new in comparisons:
+            try:
+                pairs, left_out = compare_cells([c.to_json() for c in cells], base, new)
+            except CompareError as exc:  # e.g. nothing was measured: the results are written all the same
+                print(f"\n--compare {base}:{new}: {exc}")
+                continue
+            print(f"\n{report(pairs, left_out, base, new)}")
     print(f"\nwritten: {args.out} ({time.perf_counter() - started:.0f} s)")
     return 0
 

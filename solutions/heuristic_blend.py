@@ -5,7 +5,8 @@ After training, a learned method scores its validation graphs with ``z(model) + 
 the weight whose blend scores best (the smallest of equal scores: 0 keeps the model's own ranking),
 and ranks every graph it predicts with that blend. The heuristic is the kit's rule
 (``solutions.heuristics``); the gnn reads its estimate from its engineered ``heuristic_log_cost`` row
-input, so nothing is computed twice. (gbdt, which already starts from the heuristic's order, gained
+input (the rule's log cost as a z-score within the graph, clipped at +-10: the rule's order), so the
+rule is not run a second time. (gbdt, which already starts from the heuristic's order, gained
 0.01 at most on the real graphs with it, in a scratch measurement: it does not use it.)
 
 Off by default (the gnn's ``--param heuristic_blend=true`` turns it on), measured and not adopted
@@ -19,7 +20,7 @@ the validation split, never on test labels.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -54,16 +55,11 @@ def score_sums(task: Task, valid: Graphs) -> list[float]:
                       for s, h, r in graphs)) for w in WEIGHTS]
 
 
-def best_weight(mean_scores: dict[float, float]) -> float:
-    """The weight with the best mean score, the smallest of equal ones (0: the model alone)."""
-    return max(mean_scores, key=lambda w: (round(mean_scores[w], 12), -w))
-
-
-def choose_weight(task: Task, valid: Graphs) -> tuple[float, dict[float, float]]:
-    """``best_weight`` over the valid graphs of one process, and each weight's mean score ({} and 0, the
-    model alone, without a valid graph)."""
-    valid = list(valid)
-    if not valid:
+def best_weight(totals: Sequence[float], count: float) -> tuple[float, dict[float, float]]:
+    """From ``score_sums`` over ``count`` valid graphs (every process's, added): the weight with the best
+    mean score, the smallest of equal ones, and each weight's mean; 0 (the model alone) and {} without
+    a valid graph."""
+    if not count:
         return 0.0, {}
-    means = {w: total / len(valid) for w, total in zip(WEIGHTS, score_sums(task, valid), strict=True)}
-    return best_weight(means), means
+    means = {w: total / count for w, total in zip(WEIGHTS, totals, strict=True)}
+    return max(WEIGHTS, key=lambda w: (round(means[w], 12), -w)), means

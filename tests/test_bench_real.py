@@ -454,3 +454,15 @@ def test_make_bench_real_compares_the_learned_methods_with_the_heuristic(args, f
         assert "--compare" not in line
     else:
         assert flags in " ".join(line.split())
+
+
+def test_a_comparison_that_cannot_be_made_loses_no_results(tmp_path, capsys):
+    """Nothing measured (no graphs here): the run still writes its results, and --compare says why it
+    has nothing to pair in one line."""
+    out = tmp_path / "results.json"
+    argv = ["--no-protos", "--real", str(tmp_path / "none"), "--protocols", "across", "--methods",
+            "random,heuristic", "--compare", "random:heuristic", "--out", str(out)]
+    assert bench_real.main(argv) == 0
+    assert json.loads(out.read_text())["cells"] == []
+    assert "--compare random:heuristic: no method 'random' in these results (they hold none)" in (
+        capsys.readouterr().out)

@@ -14,21 +14,28 @@ from benchmarks.compare_real import CompareError, compare_cells, paired_differen
 
 
 def _slow_paired_difference(base, new, groups, draws, seed):
-    """The two-stage bootstrap written out draw by draw, with the same random numbers."""
+    """The two-stage bootstrap written out draw by draw and unit by unit (the same random numbers, drawn
+    as the fast path draws them: the units of every draw, then a uniform number per place)."""
     diff = np.asarray(new, float) - np.asarray(base, float)
     rng = np.random.default_rng(seed)
-    count, size = len(groups), len(groups[0])
+    count, most = len(groups), max(len(g) for g in groups)
     picked = rng.integers(0, count, size=(draws, count))
-    within = rng.integers(0, size, size=(draws, count, size))
+    uniform = rng.random((draws, count, most))
     means = []
     for d in range(draws):
-        values = [diff[groups[picked[d, j]][within[d, j, k]]] for j in range(count) for k in range(size)]
+        values = []
+        for j in range(count):
+            unit = groups[picked[d, j]]
+            values += [diff[unit[int(uniform[d, j, k] * len(unit))]] for k in range(len(unit))]
         means.append(sum(values) / len(values))
     return np.quantile(means, [0.025, 0.975])
 
 
-@pytest.mark.parametrize(("units", "runs"), [(["draw 0"] * 3 + ["draw 1"] * 3 + ["draw 2"] * 3, 9),
-                                             (None, 5), (["competition 0", "competition 1"], 2)])
+UNEQUAL = ["draw 0", "draw 0", "draw 1", "draw 2", "draw 2", "draw 2"]
+
+
+@pytest.mark.parametrize(("units", "runs"), [(["draw 0"] * 3 + ["draw 1"] * 3 + ["draw 2"] * 3, 9), (None, 5),
+                                             (["competition 0", "competition 1"], 2), (UNEQUAL, 6)])
 def test_the_two_stage_bootstrap_matches_a_draw_by_draw_reference(units, runs):
     rng = np.random.default_rng(1)
     base, new = rng.normal(size=runs), rng.normal(size=runs)
@@ -41,10 +48,10 @@ def test_the_two_stage_bootstrap_matches_a_draw_by_draw_reference(units, runs):
 @pytest.mark.parametrize(("units", "runs", "sizes", "word"), [
     (["competition 0", "competition 0", "competition 1", "competition 1"], 4, [2, 2], "competition"),
     (["draw 0", "draw 1", "draw 0", "draw 1"], 4, [2, 2], "draw"),  # grouped by label, not position
-    (None, 3, [1, 1, 1], "run"),  # results written before runs carried units
+    (["draw 0"] * 3, 3, [3], "draw"),  # one unit: its runs are all there is to resample
+    (["draw 0", "draw 0", "draw 1"], 3, [2, 1], "draw"),  # units of unequal size
+    (None, 3, [1, 1, 1], "run"),  # no units: each run stands alone
     ([], 3, [1, 1, 1], "run"),
-    (["draw 0"] * 3, 3, [1, 1, 1], "run"),  # one unit: nothing to resample but the runs
-    (["draw 0", "draw 0", "draw 1"], 3, [1, 1, 1], "run"),  # units of unequal size
     (["draw 0", "draw 1"], 3, [1, 1, 1], "run"),  # fewer labels than runs
 ])
 def test_runs_fall_into_units_or_stand_alone(units, runs, sizes, word):
@@ -69,6 +76,20 @@ def test_a_constant_shift_is_found_exactly_and_swapping_the_sides_mirrors_the_in
     assert forward.low <= forward.estimate <= forward.high
 
 
+def test_grouping_runs_into_units_widens_the_interval_to_what_the_units_alone_give():
+    """Runs equal within their unit and different between units: the units are all the information, so
+    the two-stage interval is the bootstrap of the unit means, wider than resampling the runs."""
+    unit_means = np.array([0.3, -0.1, 0.5, 0.0])
+    runs = np.repeat(unit_means, 3)
+    units = [f"draw {k}" for k in range(4) for _ in range(3)]
+    groups, _ = unit_groups(units, len(runs))
+    two_stage = paired_difference(np.zeros(12), runs, groups, draws=500, seed=3)
+    units_only = paired_difference(np.zeros(4), unit_means, unit_groups(None, 4)[0], draws=500, seed=3)
+    runs_only = paired_difference(np.zeros(12), runs, unit_groups(None, 12)[0], draws=500, seed=3)
+    assert (two_stage.low, two_stage.high) == pytest.approx((units_only.low, units_only.high))
+    assert two_stage.high - two_stage.low > 1.4 * (runs_only.high - runs_only.low)
+
+
 def _cell(graph, method, runs, protocol="within", units=None):
     return {"graph": graph, "method": method, "protocol": protocol, "runs": runs,
             "units": units if units is not None else [f"draw {k // 2}" for k in range(len(runs))]}
@@ -81,7 +102,8 @@ def test_compare_pairs_each_graph_and_names_what_it_leaves_out():
              _cell(g3, "gbdt", [0.1, 0.1]), _cell(g3, "gnn", [0.1, 0.1, 0.1, 0.1]),
              _cell(g3, "gbdt", [0.3], protocol="transfer"), _cell(g3, "random", [0.0], protocol="across")]
     pairs, notes = compare_cells(cells, "gbdt", "gnn")
-    assert [(p.graph, p.units, p.unit, p.ahead) for p in pairs] == [(g1, 2, "draw", 2), (g2, 2, "draw", 0)]
+    assert [(p.graph, p.unit_count, p.unit_word, p.ahead, p.level, p.behind) for p in pairs] == [
+        (g1, 2, "draw", 2, 0, 0), (g2, 2, "draw", 0, 0, 2)]
     assert [p.difference.estimate for p in pairs] == pytest.approx([0.1, -0.1])
     only_gbdt = f"transfer {g3}: only gbdt was measured there"
     assert notes == [f"within {g3}: not paired, gbdt has 2 runs and gnn 4, or their units differ (not the "
@@ -90,16 +112,31 @@ def test_compare_pairs_each_graph_and_names_what_it_leaves_out():
     text = compare_real.report(pairs, notes, "gbdt", "gnn")
     assert "| layout:xla:default | 2 | +0.000 [" in text  # the collection row: the mean of +0.1 and -0.1
     assert "fewer than 10 graphs" in text and text.endswith("only gbdt was measured there")
+    assert "| 2 / 0 / 0 draws |" in text
+    assert "(2 draws: a bootstrap over fewer than 10 units is too narrow" in text
 
 
-@pytest.mark.parametrize(("base", "new", "message"), [
-    ("gbdt", "magic", "no method 'magic' in these results (they hold gbdt, gnn)"),
-    ("gbdt", "gbdt", "both sides are 'gbdt': name two different methods"),
+@pytest.mark.parametrize(("base", "new", "protocols", "message"), [
+    ("gbdt", "magic", None, "no method 'magic' in these results (they hold gbdt, gnn)"),
+    ("gbdt", "gbdt", None, "both sides are 'gbdt': name two different methods"),
+    ("gbdt", "gnn", ["within", "withn"], "no protocol 'withn' (bench_real's are transfer, within, across)"),
 ])
-def test_a_comparison_that_cannot_be_made_says_why(base, new, message):
+def test_a_comparison_that_cannot_be_made_says_why(base, new, protocols, message):
     cells = [_cell("layout:xla:default:train/a", m, [0.1, 0.2]) for m in ("gbdt", "gnn")]
     with pytest.raises(CompareError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        compare_cells(cells, base, new)
+        compare_cells(cells, base, new, protocols=protocols)
+
+
+def test_a_setting_that_changed_nothing_is_level_and_one_unit_or_no_units_are_said():
+    g = "layout:xla:default:train/a"
+    same = [_cell(g, m, [0.4, 0.5, 0.6], units=["draw 0"] * 3) for m in ("gnn", "gnn-blend")]
+    pairs, _ = compare_cells(same, "gnn", "gnn-blend")
+    assert (pairs[0].ahead, pairs[0].level, pairs[0].behind) == (0, 1, 0)
+    text = compare_real.report(pairs, [], "gnn", "gnn-blend")
+    assert "| 0 / 1 / 0 draw |" in text and "(one draw: its interval holds the method seeds' spread" in text
+    bare = [{**c, "units": []} for c in same]
+    text = compare_real.report(compare_cells(bare, "gnn", "gnn-blend")[0], [], "gnn", "gnn-blend")
+    assert "each run is resampled as if independent" in text and "0 / 3 / 0 runs" in text
 
 
 @pytest.mark.parametrize(("content", "message"), [
@@ -107,6 +144,8 @@ def test_a_comparison_that_cannot_be_made_says_why(base, new, message):
     ("{not json", "not a bench_real results file (Expecting property name"),
     ("[1, 2]", "not a bench_real results file (no list of cells"),
     ('{"cells": [{"graph": "g"}]}', "not a bench_real results file (no list of cells"),
+    ('{"cells": [{"graph": "g", "method": "gbdt", "protocol": "within", "runs": null}]}', "no list of"),
+    ('{"cells": [{"graph": "g", "method": "gbdt", "protocol": "within", "runs": ["x"]}]}', "no list of"),
     ('{"cells": [{"graph": "g", "method": "gbdt", "protocol": "within", "runs": [0.1]}]}',
      "no method 'gnn' in these results (they hold gbdt)"),
 ])
@@ -131,4 +170,17 @@ def test_the_command_line_prints_the_paired_tables(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "### transfer: gnn - gnn-live-weights, paired run by run" in out
     assert "| layout:xla:random:valid/c | +0.625 | +0.675 | +0.050 [" in out
-    assert "| 2 of 2 competitions |" in out
+    assert "| 2 / 0 / 0 competitions |" in out
+
+
+def test_results_written_before_cells_carried_units_get_them_back(tmp_path):
+    """Their order is bench_real's: competition (or draw), then method seed."""
+    path = tmp_path / "old.json"
+    cells = [{"graph": "g", "method": "gbdt", "protocol": "transfer", "runs": [0.1] * 6},
+             {"graph": "g", "method": "gbdt", "protocol": "within", "runs": [0.1] * 9},
+             {"graph": "h", "method": "gbdt", "protocol": "within", "runs": [0.1] * 4}]  # counts do not fit
+    path.write_text(json.dumps({"seeds": [0, 1, 2], "synth_seeds": "3,4", "draws": 3, "cells": cells}))
+    transfer, within, odd = compare_real.read_cells(path)
+    assert transfer["units"] == ["competition 3"] * 3 + ["competition 4"] * 3
+    assert within["units"] == [f"draw {d}" for d in range(3) for _ in range(3)]
+    assert odd["units"] is None

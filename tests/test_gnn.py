@@ -570,7 +570,7 @@ def test_a_saved_model_predicts_with_its_own_pruning_after_the_default_changes(t
     ranker.save(tmp_path / "model")
     saved = json.loads((tmp_path / "model" / "gnn.json").read_text())
     assert (saved["config"]["pruning"] == "onehop" and saved["pruning"] == "one_hop"
-            and saved["format_version"] == 5)
+            and saved["format_version"] == 4)
 
     monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "configurable")  # a later kit changes the default
     assert GNNRanker().config.pruning == "configurable"  # the change is real for new models

@@ -52,7 +52,10 @@ META_FILE = "gnn.json"
 # 2 (still read; trained full-graph): config["pruning"] records the pruning name. 1 (still read): only
 # "prune" and the transform's long name, which was always OneHop's, since every version-1 kit pruned
 # with OneHop.
-FORMAT_VERSION = 5  # 5: the heuristic's weight in the ranking (heuristic_blend), which a kit of 4 would drop
+FORMAT_VERSION = 4
+# A model that blends in the heuristic's order (heuristic_blend) is written as version 5, which kits
+# that would drop the weight refuse; every other model stays readable by them as version 4.
+BLEND_FORMAT_VERSION = 5
 READABLE_VERSIONS = (1, 2, 3, 4, 5)
 BLEND_CONFIGS = 1024  # heuristic_blend: configs of each valid graph its weight is chosen on
 # the model every version < 4 saved: early fusion, no attention, raw tile config features
@@ -242,12 +245,8 @@ class GNNRanker:
                    e.engineered[:, HEURISTIC_COLUMN].numpy(), e.runtime.numpy()) for e in sampled]
         *totals, count = distributed.all_sum([*heuristic_blend.score_sums(collection.task, graphs),
                                               float(len(graphs))])
-        if not count:  # nothing to choose on: the network's own order
-            self.blend_weight, self.blend_scores = 0.0, None
-            return
-        weights = heuristic_blend.WEIGHTS
-        self.blend_scores = {w: total / count for w, total in zip(weights, totals, strict=True)}
-        self.blend_weight = heuristic_blend.best_weight(self.blend_scores)
+        self.blend_weight, means = heuristic_blend.best_weight(totals, count)
+        self.blend_scores = means or None  # None: no valid graph to choose on, the network's own order
 
     def _cross_validated_epoch(self, collection: Collection, examples: list, options: FitOptions,
                                budget: _Budget) -> tuple[int | None, int, float | None]:
@@ -312,7 +311,7 @@ class GNNRanker:
         path.mkdir(parents=True, exist_ok=True)
         torch.save({k: v.detach().cpu() for k, v in self.model.state_dict().items()}, path / MODEL_FILE)
         meta = {
-            "format_version": FORMAT_VERSION,
+            "format_version": BLEND_FORMAT_VERSION if self.blend_weight else FORMAT_VERSION,
             "method": self.name,
             "collection": self.collection.name,
             "prune": self.transform is not None,
@@ -386,7 +385,7 @@ class GNNRanker:
                 out["gst"] = self.result.gst
         if self.selection is not None:
             out["selection"] = self.selection
-        if self.config.heuristic_blend:
+        if self.config.heuristic_blend and isinstance(self.model, LayoutRanker):
             out["heuristic_blend"] = self._blend_facts()
         return out
 
