@@ -35,6 +35,8 @@ from competition.stats.bootstrap import Interval, percentile_interval
 
 CONFIDENCE = 0.95
 FEW_UNITS = 10  # fewer units, and the table says its intervals are too narrow
+EXAMPLE = ("e.g. python -m benchmarks.compare_real data/bench-real/results.json gnn-live-weights gnn "
+           '(docs/statistics.md, "Two methods on real graphs")')
 NAMES = ("graph", "method", "protocol")  # what a results cell names, beside its runs' scores
 
 
@@ -247,7 +249,8 @@ def _former_units(results: dict, cell: dict) -> list[str] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.compare_real",
-                                     description=(__doc__ or "").split("\n\n")[0])
+                                     description=(__doc__ or "").split("\n\n")[0],
+                                     epilog=EXAMPLE)
     parser.add_argument("results", type=Path, help="a bench_real JSON (its --out)")
     parser.add_argument("base", help="the method compared against, e.g. gnn-live-weights")
     parser.add_argument("new", help="the method compared, e.g. gnn")
