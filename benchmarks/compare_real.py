@@ -30,7 +30,6 @@ import numpy as np
 
 from benchmarks.bench_real import DRAWS, PROTOCOLS, few_graphs_note, mean_and_interval
 from competition.collections import COLLECTION_BY_NAME
-from competition.stats import intervals
 from competition.stats.bootstrap import Interval, percentile_interval
 
 CONFIDENCE = 0.95
@@ -57,6 +56,8 @@ class Paired:
     unit_word: str  # what a unit is: "competition", "draw", or "run" (the runs themselves)
     ahead: int  # units where NEW's mean is above BASE's
     level: int  # units where the two are equal (e.g. a setting that chose to change nothing)
+    diffs: tuple[float, ...] = ()  # NEW - BASE, run by run
+    units: tuple[str, ...] | None = None  # each run's unit, as the results name them
 
     @property
     def behind(self) -> int:
@@ -78,18 +79,44 @@ def paired_difference(base: Sequence[float], new: Sequence[float], groups: Seque
     there are (with replacement), then as many runs of each picked unit as it has (with replacement),
     and averages the runs picked."""
     diff = np.asarray(new, dtype=np.float64) - np.asarray(base, dtype=np.float64)
+    means = _two_stage_means(diff[None], groups, draws, np.random.default_rng(seed))[:, 0]
+    return percentile_interval(float(diff.mean()), means, confidence)
+
+
+def _two_stage_means(rows: np.ndarray, groups: Sequence[np.ndarray], draws: int,
+                     rng: np.random.Generator) -> np.ndarray:
+    """(draws, len(rows)): each row's mean over the runs of one two-stage resample (units, then runs
+    within them), the same resample for every row (rows whose runs share their units)."""
     sizes = np.array([len(g) for g in groups])
-    padded = np.zeros((len(groups), sizes.max()))
+    padded = np.zeros((len(rows), len(groups), sizes.max()))
     for k, g in enumerate(groups):
-        padded[k, : len(g)] = diff[g]
-    rng = np.random.default_rng(seed)
+        padded[:, k, : len(g)] = rows[:, g]
     picked = rng.integers(0, len(groups), size=(draws, len(groups)))
     size = sizes[picked][..., None]  # (draws, units, 1)
     within = np.floor(rng.random((draws, len(groups), sizes.max())) * size).astype(np.int64)
     used = np.arange(sizes.max()) < size  # a unit of fewer runs fills only its own places
-    values = padded[picked[..., None], within] * used
-    means = values.sum(axis=(1, 2)) / used.sum(axis=(1, 2))
-    return percentile_interval(float(diff.mean()), means, confidence)
+    values = padded[:, picked[..., None], within] * used  # (rows, draws, units, places)
+    return (values.sum(axis=(2, 3)) / used.sum(axis=(1, 2))).T
+
+
+def collection_difference(rows: Sequence[Paired], *, draws: int = DRAWS, seed: int = 0,
+                          confidence: float = CONFIDENCE) -> Interval:
+    """The mean over graphs of NEW - BASE, and its interval with both levels resampled: the graphs, and
+    the units and runs behind each. In transfer the same competitions trained the models that ranked
+    every graph, so one draw of competitions serves all the graphs and the spread they share stays in;
+    within a graph each graph's draws split its own configs, so each graph's units are drawn on their
+    own (across programs too: a draw's splits differ from fold to fold)."""
+    rng = np.random.default_rng(seed)
+    picked = rng.integers(0, len(rows), size=(draws, len(rows)))
+    first = rows[0]
+    if first.protocol == "transfer" and first.units and all(r.units == first.units for r in rows):
+        groups, _ = unit_groups(first.units, len(first.diffs))
+        per_graph = _two_stage_means(np.array([r.diffs for r in rows]), groups, draws, rng)
+    else:
+        per_graph = np.stack([_two_stage_means(np.array([r.diffs]), unit_groups(r.units, len(r.diffs))[0],
+                                               draws, rng)[:, 0] for r in rows], axis=1)
+    means = np.take_along_axis(per_graph, picked, axis=1).mean(axis=1)
+    return percentile_interval(float(np.mean([np.mean(r.diffs) for r in rows])), means, confidence)
 
 
 def compare_cells(cells: Iterable[dict], base: str, new: str, *, protocols: Sequence[str] | None = None,
@@ -128,8 +155,10 @@ def compare_cells(cells: Iterable[dict], base: str, new: str, *, protocols: Sequ
         interval = paired_difference(a["runs"], b["runs"], groups, draws=draws, seed=seed)
         diff = np.asarray(b["runs"], dtype=np.float64) - np.asarray(a["runs"], dtype=np.float64)
         per_unit = np.array([diff[g].mean() for g in groups])
+        units = tuple(a["units"]) if a.get("units") else None
         pairs.append(Paired(protocol, graph, float(np.mean(a["runs"])), float(np.mean(b["runs"])), interval,
-                            len(groups), word, int((per_unit > 0).sum()), int((per_unit == 0).sum())))
+                            len(groups), word, int((per_unit > 0).sum()), int((per_unit == 0).sum()),
+                            tuple(float(d) for d in diff), units))
     return pairs, notes
 
 
@@ -141,16 +170,13 @@ def collection_of(graph: str) -> str | None:
 
 
 def collection_rows(pairs: Iterable[Paired], protocol: str) -> dict[str, Interval]:
-    """Per layout collection with two graphs or more: the mean difference over its graphs, the graphs
-    resampled."""
-    by_collection: dict[str, list[float]] = {}
+    """Per layout collection with two graphs or more: the mean difference over its graphs
+    (``collection_difference``: graphs, units and runs resampled)."""
+    by_collection: dict[str, list[Paired]] = {}
     for p in pairs:
         if p.protocol == protocol and (name := collection_of(p.graph)):
-            by_collection.setdefault(name, []).append(p.difference.estimate)
-    kept = {name: values for name, values in by_collection.items() if len(values) >= 2}
-    if not kept:
-        return {}
-    return intervals(kept, draws=DRAWS, seed=0)[1]
+            by_collection.setdefault(name, []).append(p)
+    return {name: collection_difference(rows) for name, rows in by_collection.items() if len(rows) >= 2}
 
 
 def _plural(unit: str, count: int) -> str:

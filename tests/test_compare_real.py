@@ -184,3 +184,45 @@ def test_results_written_before_cells_carried_units_get_them_back(tmp_path):
     assert transfer["units"] == ["competition 3"] * 3 + ["competition 4"] * 3
     assert within["units"] == [f"draw {d}" for d in range(3) for _ in range(3)]
     assert odd["units"] is None
+
+
+def _paired_rows(protocol, diffs_by_graph, units):
+    return [compare_real.Paired(protocol, f"layout:xla:default:valid/g{k}", 0.0, float(np.mean(d)),
+                                paired_difference(np.zeros(len(d)), d, unit_groups(units, len(d))[0]),
+                                len(set(units)), "competition", 0, 0, tuple(d), tuple(units))
+            for k, d in enumerate(diffs_by_graph)]
+
+
+def test_a_collection_row_in_transfer_keeps_the_spread_its_graphs_share():
+    """Every graph ranked by the same competitions' models: a competition that helps helps them all.
+    With each graph's mean the same, resampling graphs alone would give a zero-width interval."""
+    effects = np.array([0.10, -0.05, 0.20, 0.00, 0.15])  # per competition, the same on every graph
+    units = [f"competition {c}" for c in range(5) for _ in range(3)]
+    diffs = [np.repeat(effects, 3) + 0.001 * k for k in range(3)]
+    rows = _paired_rows("transfer", diffs, units)
+    ci = compare_real.collection_difference(rows, draws=400, seed=2)
+    assert ci.estimate == pytest.approx(effects.mean() + 0.001)
+    assert ci.high - ci.low > 0.1  # the competitions' spread, which the graphs share
+
+    # The same figures by hand: the graphs drawn, then one draw of competitions (and seeds) for all.
+    rng = np.random.default_rng(2)
+    graphs = rng.integers(0, 3, size=(400, 3))
+    comps = rng.integers(0, 5, size=(400, 5))
+    places = rng.random((400, 5, 3))
+    groups = unit_groups(units, 15)[0]
+    means = [np.mean([diffs[g][groups[c][int(places[d, j, k] * 3)]] for g in graphs[d]
+                      for j, c in enumerate(comps[d]) for k in range(3)]) for d in range(400)]
+    assert (ci.low, ci.high) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])))
+
+
+def test_within_graphs_each_graphs_draws_are_resampled_on_their_own():
+    units = [f"draw {d}" for d in range(3) for _ in range(3)]
+    rng = np.random.default_rng(5)
+    diffs = [rng.normal(m, 0.05, size=9) for m in (0.0, 0.1, 0.3)]
+    rows = _paired_rows("within", diffs, units)
+    ci = compare_real.collection_difference(rows, draws=400, seed=1)
+    assert ci.estimate == pytest.approx(np.mean([d.mean() for d in diffs]))
+    assert ci.low < ci.estimate < ci.high
+    # A graph resampled alone is its own two-stage interval; its neighbours' draws are not tied to it.
+    alone = compare_real.collection_difference(rows[:1] * 2, draws=400, seed=1)
+    assert alone.low < diffs[0].mean() < alone.high
