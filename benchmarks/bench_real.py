@@ -448,7 +448,7 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
                     wall[method] += time.perf_counter() - began
                 truths += [[Truth.of(g) for g in tests]] * len(seeds)
                 units += [f"draw {draw}"] * len(seeds)
-                del tests, made
+                del tests, made  # free this draw's test graphs before the next draw's are selected
             finally:
                 shutil.rmtree(work, ignore_errors=True)
         if not truths:

@@ -25,22 +25,19 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from competition.tasks import Task
+from solutions.features.engineered import standardized
 
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)  # 0: the model alone; 4: the heuristic, ties broken by the model
 
 
-def zscore(values: np.ndarray) -> np.ndarray:
-    """``values`` as z-scores (float64); all zeros when they do not vary."""
-    values = np.asarray(values, dtype=np.float64)
-    spread = values.std()
-    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
-
-
 def blend(scores: np.ndarray, heuristic: np.ndarray, weight: float) -> np.ndarray:
-    """The blended prediction (higher = slower): the model's scores themselves when ``weight`` is 0."""
+    """The blended prediction (higher = slower): the model's scores themselves when ``weight`` is 0;
+    otherwise both as z-scores within the graph (the features' ``standardized``: a column that does not
+    vary is 0), the heuristic's times ``weight``, added."""
     if not weight:
         return np.asarray(scores)
-    return zscore(scores) + weight * zscore(heuristic)
+    columns = standardized(np.column_stack([scores, heuristic]).astype(np.float64))
+    return columns[:, 0] + weight * columns[:, 1]
 
 
 Graphs = Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]  # (model scores, heuristic estimates, runtimes)

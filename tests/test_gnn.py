@@ -520,8 +520,8 @@ def test_solve_reuses_the_cache_and_writes_the_same_submission(tiny_competition,
 # -- pruning is a setting, and a saved model remembers it ----------------------------------------------
 
 
-def layout_predictions(ranker: GNNRanker, graphs: list) -> list[np.ndarray]:
-    return [ranker.predict(LAYOUT, graph) for _, graph in graphs]
+def layout_predictions(ranker: GNNRanker, graphs: list, collection=LAYOUT) -> list[np.ndarray]:
+    return [ranker.predict(collection, graph) for _, graph in graphs]
 
 
 def test_pruning_setting_is_canonical_and_checked():
