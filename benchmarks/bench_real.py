@@ -40,7 +40,11 @@ Scores are the official per-graph metric (Kendall tau-b for layout graphs; for t
 score, averaged over kernels). Each cell gives the mean over runs and a 95 % bootstrap interval:
 for a layout graph the ranked configs are resampled (and the run drawn at random each time); for
 tile kernels the kernels are resampled (``competition.stats.intervals``, as ``tpugraphs report``
-does over graphs).
+does over graphs). A layout graph with configs measured more than once also has a measurement noise
+(``competition.stats.noise``: how far repeated measurements of one config stay apart), printed with the
+share of its pairs of configs that differ by more; its cells are also scored on those pairs alone (a
+second table per protocol, ``beyond_noise`` in the JSON, and a second table per ``--compare``), since
+on a default search most pairs differ by less and the official tau is mostly decided there.
 
 Results go to ``--out`` (JSON) and Markdown tables on stdout (BENCHMARKS.md, "Real data"): per protocol one
 row per graph, then, for the layout collections with two graphs or more, the mean over their graphs with an
@@ -72,6 +76,14 @@ from competition.data.protos.featurize import featurize_file
 from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
 from competition.data.tree import split_dir
 from competition.stats import intervals, layout_taus, tau_interval
+from competition.stats.noise import (
+    RepeatNoise,
+    beyond_noise_interval,
+    pairs_beyond_noise,
+    repeat_noise,
+    taus_beyond_noise,
+)
+from solutions.dedup import deduplicate_configs
 from solutions.method import get_method, random_search_of
 from solutions.run_checks import SolveError, parse_method_params
 
@@ -99,6 +111,12 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     "gnn-unpruned": ("gnn", {"pruning": "none"}),
 }
 DRAWS = 2000
+BEYOND_NOISE_CAPTION = (
+    "\n(The same runs, Kendall's tau over only the pairs of configs whose runtimes differ by more than the "
+    "graph's own configs measured twice do: the 95th percentile of their relative differences. Not the "
+    "official metric, which counts every pair; where few pairs lie beyond the noise, the official tau and "
+    "the differences between methods are mostly decided by noise. competition/stats/noise.py; "
+    "docs/statistics.md.)")
 SPLIT = (0.6, 0.2, 0.2)  # within-graph: train / valid / test shares of a graph's configs
 FEW_GRAPHS = 10  # a collection row over fewer graphs says its interval is too narrow
 MIN_WITHIN_CONFIGS = 50  # fewer configs give a test part too small to rank
@@ -154,6 +172,19 @@ class RealGraph:
     no_signal: str | None = None  # why the graph cannot be ranked, if it cannot
     # A default-search layout graph: the random search of the same program (its file), when it is at hand.
     random_search: Graph | Path | None = None
+    # A layout graph's measurement noise, from its configs measured more than once (None: too few), and
+    # the share of its pairs of configs whose runtimes differ by more.
+    noise: RepeatNoise | None = None
+    beyond_share: float = float("nan")
+
+    def measure_noise(self, graph: Graph) -> None:
+        """Read ``noise`` and ``beyond_share`` off the layout graph (its runtimes and repeated configs)."""
+        runtime = graph.config_runtime.astype(np.float64)
+        if graph.num_configs < 2 or not np.all(runtime > 0):
+            return
+        self.noise = repeat_noise(deduplicate_configs(graph.configs).inverse, runtime)
+        if self.noise is not None:
+            self.beyond_share = pairs_beyond_noise(runtime, self.noise.level)
 
     @property
     def file(self) -> Path | None:
@@ -209,6 +240,7 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
                         found.append(RealGraph(f"{collection.name}:{split}/{path.stem}", collection,
                                                GraphFiles([path], "layout"), "kaggle", _signal(graph)))
                         found[-1].program = program_key(graph)  # while it is read
+                        found[-1].measure_noise(graph)
                         del graph
                     elif _always_best(graph):
                         always_best.append(f"{path.stem} ({graph.num_configs} configs)")
@@ -231,6 +263,7 @@ def find_real_graphs(kaggle_tree: Path | None, *, protos: bool = True) -> tuple[
         # The proto's runs come from a search around the compiled default: a default-search graph.
         found.append(RealGraph(f"layout:xla:default:proto/{stem}", COLLECTION_BY_NAME["layout:xla:default"],
                                [layout], "proto", _signal(layout)))
+        found[-1].measure_noise(layout)
         kernels = [g for _, g in featurize_file(TILE_PROTO) if not _always_best(g)]
         found.append(RealGraph(f"tile:xla:proto ({len(kernels)} kernels)", COLLECTION_BY_NAME["tile:xla"],
                                kernels, "proto"))
@@ -279,11 +312,17 @@ class Cell:
     estimate: float = float("nan")
     low: float = float("nan")
     high: float = float("nan")
+    # A layout graph whose measurement noise is known: the same runs scored on the pairs of configs whose
+    # runtimes differ by more than it ({"runs", "estimate", "low", "high"}; competition.stats.noise).
+    beyond_noise: dict | None = None
 
     def to_json(self) -> dict:
-        return {"graph": self.graph, "method": self.method, "protocol": self.protocol, "runs": self.runs,
-                "units": self.units, "fit_seconds": round(self.fit_seconds, 1), "estimate": self.estimate,
-                "low": self.low, "high": self.high}
+        found = {"graph": self.graph, "method": self.method, "protocol": self.protocol, "runs": self.runs,
+                 "units": self.units, "fit_seconds": round(self.fit_seconds, 1), "estimate": self.estimate,
+                 "low": self.low, "high": self.high}
+        if self.beyond_noise is not None:
+            found["beyond_noise"] = self.beyond_noise
+        return found
 
 
 def _make(method: str, params: dict[str, object]):
@@ -312,6 +351,12 @@ def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]],
         taus = layout_taus(preds, runtimes)
         cell.runs = [round(float(t), 4) for t in taus]
         ci = tau_interval(preds, runtimes, draws=DRAWS, seed=seed)
+        if real.noise is not None:
+            level = real.noise.level
+            beyond = beyond_noise_interval(preds, runtimes, level, draws=DRAWS, seed=seed)
+            beyond_runs = taus_beyond_noise(preds, runtimes, level)
+            cell.beyond_noise = {"runs": [round(float(t), 4) for t in beyond_runs],
+                                 "estimate": beyond.estimate, "low": beyond.low, "high": beyond.high}
     else:
         per_run = [graph_scores(p, t) for p, t in zip(predictions, truths, strict=True)]
         cell.runs = [round(float(s.mean()), 4) for s in per_run]
@@ -666,6 +711,34 @@ def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
     return "\n".join(lines)
 
 
+def noise_caption(real: RealGraph) -> str:
+    """What a graph's measurement noise is and how many of its pairs of configs lie beyond it."""
+    assert real.noise is not None
+    return (f"{real.noise.percent()} ({real.noise.pairs:,} pairs of repeated measurements); "
+            f"{100 * real.beyond_share:.0f} % of its pairs differ by more")
+
+
+def noise_table(cells: Iterable[Cell], methods: Sequence[str], protocol: str,
+                graphs: dict[str, RealGraph]) -> str | None:
+    """``table`` on the pairs of configs whose runtimes differ by more than the graph's measurement noise
+    (None when no graph of the protocol has a known noise)."""
+    by_graph: dict[str, dict[str, Cell]] = {}
+    for cell in cells:
+        if cell.protocol == protocol and cell.beyond_noise is not None:
+            by_graph.setdefault(cell.graph, {})[cell.method] = cell
+    if not by_graph:
+        return None
+    lines = ["| real graph | noise | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
+    for graph, row in by_graph.items():
+        real = graphs[graph]
+        entries = ["" if (c := row.get(m)) is None else
+                   mean_and_interval(*(c.beyond_noise[k] for k in ("estimate", "low", "high")))
+                   for m in methods]
+        shown = f"{real.noise.percent()}, {100 * real.beyond_share:.0f} % of pairs" if real.noise else ""
+        lines.append(f"| {graph} | {shown} | " + " | ".join(entries) + " |")
+    return "\n".join(lines)
+
+
 def collection_summary(cells: Iterable[Cell], protocol: str,
                        collection_of: dict[str, str]) -> dict[str, dict[str, dict]]:
     """Per collection with two graphs or more, per method: the mean of the graphs' taus and its
@@ -815,6 +888,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if g.no_signal:
             print(f"left out: {g.name}: {g.no_signal}")
     print(f"real graphs: {len(ranked)} ({sum(g.num_configs for g in ranked):,} labelled configs)")
+    for g in ranked:
+        if g.noise is not None:
+            print(f"  measurement noise of {g.name}: {noise_caption(g)}")
     started = time.perf_counter()
     cells: list[Cell] = []
     if "transfer" in protocols:
@@ -829,12 +905,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Layout graphs only: a tile cell is already a mean over one source's kernels.
     collection_of = {g.name: g.collection.name for g in ranked if g.collection.task_name == "layout"}
     summaries = {protocol: collection_summary(cells, protocol, collection_of) for protocol in protocols}
+    by_name = {g.name: g for g in ranked}
     for protocol in protocols:
         print(f"\n### {protocol}\n")
         print(table(cells, methods, protocol))
         if summaries[protocol]:
             print()
             print(collection_table(summaries[protocol], methods))
+        beyond = noise_table(cells, methods, protocol, by_name)
+        if beyond is not None:
+            print(f"\n#### {protocol}, on the pairs of configs apart by more than the measurement noise\n")
+            print(beyond)
+            print(BEYOND_NOISE_CAPTION)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "methods": methods, "protocols": protocols, "seeds": seeds, "synth_seeds": args.synth_seeds,
@@ -845,15 +927,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "collections": summaries,
     }, indent=1) + "\n")
     if comparisons:
-        from benchmarks.compare_real import CompareError, compare_cells, report  # it reads these results
+        from benchmarks.compare_real import CompareError, compare_cells, report, statistic_cells
 
+        saved = [c.to_json() for c in cells]
+        # The official tau, then the same runs on the pairs beyond the noise where a graph has one.
+        statistics = ["tau"] + (["beyond-noise"] if any("beyond_noise" in c for c in saved) else [])
         for base, new in comparisons:
-            try:
-                pairs, left_out = compare_cells([c.to_json() for c in cells], base, new)
-            except CompareError as exc:  # e.g. nothing was measured: the results are written all the same
-                print(f"\n--compare {base}:{new}: {exc}")
-                continue
-            print(f"\n{report(pairs, left_out, base, new)}")
+            for statistic in statistics:
+                scored, _ = statistic_cells(saved, statistic)  # graphs without it are named under tau
+                try:
+                    pairs, left_out = compare_cells(scored, base, new)
+                except CompareError as exc:  # e.g. nothing was measured: the results are written all the same
+                    print(f"\n--compare {base}:{new}: {exc}")
+                    break
+                print(f"\n{report(pairs, left_out, base, new, statistic=statistic)}")
     print(f"\nwritten: {args.out} ({time.perf_counter() - started:.0f} s)")
     return 0
 

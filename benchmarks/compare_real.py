@@ -15,6 +15,11 @@ report`` resamples graphs).
 
 Runs pair by position, so both methods must come from the same run of ``bench_real`` (same seeds, draws
 and competitions): a graph whose runs or units differ between the two is named and left out.
+
+``--statistic beyond-noise`` pairs the same runs scored on only the pairs of configs whose runtimes differ
+by more than the graph's measurement noise (``competition.stats.noise``; bench_real records it for every
+layout graph with configs measured more than once), where the official tau also counts pairs that
+differ by less than a config's own repeated measurements.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ FEW_UNITS = 10  # fewer units, and the table says its intervals are too narrow
 EXAMPLE = ("e.g. python -m benchmarks.compare_real data/bench-real/results.json gnn-live-weights gnn "
            '(docs/statistics.md, "Two methods on real graphs")')
 NAMES = ("graph", "method", "protocol")  # what a results cell names, beside its runs' scores
+STATISTICS = {"tau": "the official tau", "beyond-noise": "pairs apart by more than the measurement noise"}
 
 
 class CompareError(ValueError):
@@ -162,6 +168,28 @@ def compare_cells(cells: Iterable[dict], base: str, new: str, *, protocols: Sequ
     return pairs, notes
 
 
+def statistic_cells(cells: Iterable[dict], statistic: str) -> tuple[list[dict], list[str]]:
+    """The cells with ``runs`` of ``statistic`` (``STATISTICS``), and a note for each graph left out.
+
+    ``beyond-noise``: a cell's runs scored on the pairs beyond its graph's measurement noise; a cell
+    without them (a tile group, a graph whose configs were each measured once, results written before
+    bench_real recorded them) or with a run that had no such pair is left out."""
+    if statistic not in STATISTICS:
+        raise CompareError(f"no statistic {statistic!r} (expected one of {', '.join(STATISTICS)})")
+    cells = list(cells)
+    if statistic == "tau":
+        return cells, []
+    kept, skipped = [], {}
+    for cell in cells:
+        runs = (cell.get("beyond_noise") or {}).get("runs")
+        if isinstance(runs, list) and runs and not any(r != r for r in runs):  # r != r: NaN
+            kept.append({**cell, "runs": runs})
+        else:
+            skipped.setdefault((cell["protocol"], cell["graph"]), "its measurement noise is not known"
+                               if runs is None else "a run had no pair of configs beyond the noise")
+    return kept, [f"{protocol} {graph}: {why}" for (protocol, graph), why in skipped.items()]
+
+
 def collection_of(graph: str) -> str | None:
     """The layout collection a bench_real graph name belongs to (``layout:xla:random:valid/x`` ->
     ``layout:xla:random``); None for a tile cell, which already averages kernels."""
@@ -202,12 +230,14 @@ def few_units_note(rows: Sequence[Paired]) -> list[str]:
     return [f"\n({note})" for note in notes]
 
 
-def report(pairs: Sequence[Paired], notes: Sequence[str], base: str, new: str) -> str:
+def report(pairs: Sequence[Paired], notes: Sequence[str], base: str, new: str, *,
+           statistic: str = "tau") -> str:
     """Markdown: per protocol a table of graphs, then the collection rows, then the notes."""
     lines: list[str] = []
+    on = "" if statistic == "tau" else f", on the {STATISTICS[statistic]}"
     for protocol in dict.fromkeys(p.protocol for p in pairs):
         rows = [p for p in pairs if p.protocol == protocol]
-        lines += [f"### {protocol}: {new} - {base}, paired run by run", "",
+        lines += [f"### {protocol}: {new} - {base}, paired run by run{on}", "",
                   f"| real graph | {base} | {new} | {new} - {base} [95 %] | {new} ahead / level / behind |",
                   "|---|---|---|---|---|"]
         for p in rows:
@@ -282,14 +312,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("new", help="the method compared, e.g. gnn")
     parser.add_argument("--protocols", default=None,
                         help="comma-separated (default: every protocol measured)")
+    parser.add_argument("--statistic", choices=list(STATISTICS), default="tau",
+                        help="what the runs are scored by: the official tau (default), or beyond-noise: only "
+                             "the pairs of configs whose runtimes differ by more than the graph's "
+                             "measurement noise")
     args = parser.parse_args(argv)
     protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
     try:
-        pairs, notes = compare_cells(read_cells(args.results), args.base, args.new, protocols=protocols)
+        cells, skipped = statistic_cells(read_cells(args.results), args.statistic)
+        pairs, notes = compare_cells(cells, args.base, args.new, protocols=protocols)
     except CompareError as exc:
         print(f"compare_real: {exc}", file=sys.stderr)
         return 2
-    print(report(pairs, notes, args.base, args.new))
+    print(report(pairs, notes + [n for n in skipped if protocols is None or n.split()[0] in protocols],
+                 args.base, args.new, statistic=args.statistic))
     return 0
 
 

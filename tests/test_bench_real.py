@@ -42,6 +42,17 @@ def test_smoke_run_on_tiny_ranks_the_shipped_real_graphs_with_both_protocols(tmp
     # --compare: the paired tables follow the per-method ones.
     assert "### transfer: heuristic - random, paired run by run" in printed
     assert f"| {layout} |" in printed.split("### within: heuristic - random, paired run by run")[1]
+    # The proto holds configs measured twice: its noise, and every layout cell scored beyond it too.
+    assert f"measurement noise of {layout}: 0.0030 % (22 pairs of repeated measurements)" in printed
+    assert "#### within, on the pairs of configs apart by more than the measurement noise" in printed
+    assert ("### within: heuristic - random, paired run by run, on the pairs apart by more than the "
+            "measurement noise") in printed
+    for cell in results["cells"]:
+        beyond = cell.get("beyond_noise")
+        assert (beyond is not None) == (cell["graph"] == layout), cell
+        if beyond is not None:
+            assert len(beyond["runs"]) == len(cell["runs"])
+            assert beyond["low"] <= beyond["estimate"] <= beyond["high"]
 
 
 def test_transfer_cells_carry_the_training_time_of_the_models_that_ranked_them(monkeypatch):
@@ -466,3 +477,30 @@ def test_a_comparison_that_cannot_be_made_loses_no_results(tmp_path, capsys):
     assert json.loads(out.read_text())["cells"] == []
     assert "--compare random:heuristic: no method 'random' in these results (they hold none)" in (
         capsys.readouterr().out)
+
+
+def test_a_layout_graph_knows_its_noise_from_its_configs_measured_twice():
+    real, _ = bench_real.find_real_graphs(None)  # the protos the kit ships
+    proto = next(r for r in real if r.name.startswith("layout:"))
+    tiles = next(r for r in real if r.name.startswith("tile:"))
+    assert proto.noise is not None and (proto.noise.pairs, proto.noise.configs) == (22, 20)
+    assert 0.40 < proto.beyond_share < 0.42  # most of its pairs differ by less than the noise
+    assert tiles.noise is None  # tile kernels: scored by their own metric, no noise read
+    # The same graph keeping one measurement of each config has no noise to read.
+    once = bench_real.RealGraph("g", proto.collection, [], "test")
+    graph = proto.graphs[0]
+    first = np.unique(graph.node_config_feat.reshape(graph.num_configs, -1), axis=0, return_index=True)[1]
+    once.measure_noise(graph.select_configs(np.sort(first)))
+    assert once.noise is None and np.isnan(once.beyond_share)
+
+
+def test_the_beyond_noise_table_names_each_graphs_noise():
+    real, _ = bench_real.find_real_graphs(None)
+    proto = next(r for r in real if r.name.startswith("layout:"))
+    cell = bench_real.Cell(proto.name, "gbdt", "within", runs=[0.3],
+                           beyond_noise={"runs": [0.7], "estimate": 0.7, "low": 0.5, "high": 0.9})
+    table = bench_real.noise_table([cell], ["heuristic", "gbdt"], "within", {proto.name: proto})
+    assert f"| {proto.name} | 0.0030 %, 41 % of pairs |  | +0.700 [+0.50, +0.90] |" in table
+    assert bench_real.noise_table([cell], ["gbdt"], "transfer", {proto.name: proto}) is None
+    assert cell.to_json()["beyond_noise"]["runs"] == [0.7]
+    assert "beyond_noise" not in bench_real.Cell("g", "gbdt", "within").to_json()

@@ -226,3 +226,33 @@ def test_within_graphs_each_graphs_draws_are_resampled_on_their_own():
     # A graph resampled alone is its own two-stage interval; its neighbours' draws are not tied to it.
     alone = compare_real.collection_difference(rows[:1] * 2, draws=400, seed=1)
     assert alone.low < diffs[0].mean() < alone.high
+
+
+def test_beyond_noise_pairs_the_same_runs_on_the_pairs_beyond_the_noise(tmp_path, capsys):
+    def cell(graph, method, runs, beyond):
+        found = _cell(graph, method, runs, protocol="within", units=["draw 0", "draw 1"])
+        return found if beyond is None else {**found, "beyond_noise": {"runs": beyond}}
+
+    path = tmp_path / "results.json"
+    cells = [cell("layout:xla:default:valid/a", "gbdt", [0.4, 0.4], [0.9, 0.9]),
+             cell("layout:xla:default:valid/a", "gnn", [0.3, 0.3], [0.9, 0.95]),
+             cell("layout:xla:default:train/b", "gbdt", [0.5, 0.5], None),  # its noise is not known
+             cell("layout:xla:default:train/b", "gnn", [0.6, 0.6], None),
+             cell("layout:xla:default:proto/c", "gbdt", [0.1, 0.1], [0.5, float("nan")]),  # a run had no pair
+             cell("layout:xla:default:proto/c", "gnn", [0.1, 0.1], [0.5, 0.6])]
+    path.write_text(json.dumps({"cells": cells}))
+    assert compare_real.main([str(path), "gbdt", "gnn", "--statistic", "beyond-noise"]) == 0
+    out = capsys.readouterr().out
+    assert ("### within: gnn - gbdt, paired run by run, on the pairs apart by more than the measurement "
+            "noise") in out
+    assert "| layout:xla:default:valid/a | +0.900 | +0.925 | +0.025 [" in out
+    assert "left out: within layout:xla:default:train/b: its measurement noise is not known" in out
+    assert "left out: within layout:xla:default:proto/c: a run had no pair of configs beyond the noise" in out
+    assert compare_real.main([str(path), "gbdt", "gnn"]) == 0  # the official tau: every graph
+    out = capsys.readouterr().out
+    assert "| layout:xla:default:valid/a | +0.400 | +0.300 | -0.100 [" in out and "train/b |" in out
+    with pytest.raises(CompareError, match="no statistic 'tau-c'"):
+        compare_real.statistic_cells(cells, "tau-c")
+    with pytest.raises(SystemExit) as usage:  # argparse's own usage error
+        compare_real.main([str(path), "gbdt", "gnn", "--statistic", "tau-c"])
+    assert usage.value.code == 2 and "invalid choice: 'tau-c'" in capsys.readouterr().err

@@ -21,7 +21,7 @@ same way. It says nothing about other programs: one graph is weak evidence.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -65,13 +65,30 @@ def tau_interval(predictions: Sequence[np.ndarray], runtimes: Sequence[np.ndarra
     more than ``subsample`` configs is resampled ``subsample`` at a time, its deviations scaled (module
     docstring); ``subsample=None`` resamples every config.
     """
+    return resampled_interval(layout_taus, predictions, runtimes, draws=draws, seed=seed,
+                              confidence=confidence, subsample=subsample)
+
+
+RunStatistic = Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], np.ndarray]
+
+
+def resampled_interval(statistic: RunStatistic, predictions: Sequence[np.ndarray],
+                       runtimes: Sequence[np.ndarray], *, draws: int = DEFAULT_DRAWS,
+                       seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE,
+                       subsample: int | None = SUBSAMPLE) -> Interval:
+    """``tau_interval`` for any per-run statistic of (predictions, runtimes) that is a mean over pairs
+    of configs (so its spread falls as 1 / sqrt(configs), which the m-out-of-n scaling assumes). A run
+    or a draw whose statistic is undefined (NaN: no pair to count) is left out; with none left the
+    interval is NaN."""
     check_bootstrap_args(draws, confidence)
     if not predictions:
         raise ValueError("no run to score")
     if subsample is not None and subsample < 2:
         raise ValueError(f"subsample must be at least 2 configs, got {subsample}")
-    run_taus = layout_taus(predictions, runtimes)
-    estimate = float(np.mean(run_taus))
+    run_values = statistic(predictions, runtimes)
+    if np.isnan(run_values).all():
+        return Interval(float("nan"), float("nan"), float("nan"))
+    estimate = float(np.nanmean(run_values))
     rng = np.random.default_rng(seed)
     runs = rng.integers(0, len(predictions), size=draws)
     sizes = np.asarray([len(runtimes[run]) for run in runs])
@@ -81,8 +98,11 @@ def tau_interval(predictions: Sequence[np.ndarray], runtimes: Sequence[np.ndarra
         pick = np.sort(rng.integers(0, n, size=m))  # sorted: tied predictions keep their order by position
         sampled_p.append(np.asarray(predictions[run])[pick])
         sampled_r.append(np.asarray(runtimes[run])[pick])
-    taus = layout_taus(sampled_p, sampled_r)
-    scaled = picked < sizes  # m-out-of-n draws: the run's tau plus the deviation scaled to n configs
-    taus[scaled] = run_taus[runs[scaled]] + (taus[scaled] - run_taus[runs[scaled]]) * np.sqrt(
+    values = statistic(sampled_p, sampled_r)
+    scaled = picked < sizes  # m-out-of-n draws: the run's value plus the deviation scaled to n configs
+    values[scaled] = run_values[runs[scaled]] + (values[scaled] - run_values[runs[scaled]]) * np.sqrt(
         picked[scaled] / sizes[scaled])
-    return percentile_interval(estimate, taus, confidence)
+    values = values[~np.isnan(values)]
+    if not values.size:
+        return Interval(estimate, float("nan"), float("nan"))
+    return percentile_interval(estimate, values, confidence)
