@@ -836,7 +836,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds of training per fit (default: none)")
     parser.add_argument("--compare", action="append", default=[], metavar="BASE:NEW",
-                        help="after the tables, NEW - BASE paired run by run (repeatable; both in --methods; "
+                        help="after the tables, NEW - BASE paired run by run, on the official tau and on the "
+                             "pairs beyond each graph's measurement noise (repeatable; both in --methods; "
                              "on a saved run: python -m benchmarks.compare_real)")
     parser.add_argument("--out", type=Path, default=Path("data/bench-real/results.json"), help="JSON results")
     return parser.parse_args(argv)

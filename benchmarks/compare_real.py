@@ -179,6 +179,10 @@ def statistic_cells(cells: Iterable[dict], statistic: str) -> tuple[list[dict], 
     cells = list(cells)
     if statistic == "tau":
         return cells, []
+    if cells and not any("beyond_noise" in cell for cell in cells):
+        raise CompareError(f"no cell carries scores on the {STATISTICS[statistic]} (results written before "
+                           "bench_real recorded them, or no graph with configs measured more than once); run "
+                           "bench_real again, or compare the official tau")
     kept, skipped = [], {}
     for cell in cells:
         runs = (cell.get("beyond_noise") or {}).get("runs")

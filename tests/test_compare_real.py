@@ -251,6 +251,12 @@ def test_beyond_noise_pairs_the_same_runs_on_the_pairs_beyond_the_noise(tmp_path
     assert compare_real.main([str(path), "gbdt", "gnn"]) == 0  # the official tau: every graph
     out = capsys.readouterr().out
     assert "| layout:xla:default:valid/a | +0.400 | +0.300 | -0.100 [" in out and "train/b |" in out
+    former = [{key: value for key, value in c.items() if key != "beyond_noise"} for c in cells]
+    path.write_text(json.dumps({"cells": former}))  # written before bench_real recorded them
+    assert compare_real.main([str(path), "gbdt", "gnn", "--statistic", "beyond-noise"]) == 2
+    err = capsys.readouterr().err
+    assert "no cell carries scores on the pairs apart by more than the measurement noise" in err
+    assert len(err.strip().splitlines()) == 1
     with pytest.raises(CompareError, match="no statistic 'tau-c'"):
         compare_real.statistic_cells(cells, "tau-c")
     with pytest.raises(SystemExit) as usage:  # argparse's own usage error
