@@ -113,7 +113,8 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
 DRAWS = 2000
 BEYOND_NOISE_CAPTION = (
     "\n(The same runs, Kendall's tau over only the pairs of configs whose runtimes differ by more than the "
-    "graph's own configs measured twice do: the 95th percentile of their relative differences. Not the "
+    "graph's own configs measured twice do: the 95th percentile of their relative differences (the noise "
+    "column, with the share of all the graph's pairs beyond it). Not the "
     "official metric, which counts every pair; where few pairs lie beyond the noise, the official tau and "
     "the differences between methods are mostly decided by noise. competition/stats/noise.py; "
     "docs/statistics.md.)")
@@ -354,7 +355,7 @@ def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]],
         if real.noise is not None:
             level = real.noise.level
             beyond = beyond_noise_interval(preds, runtimes, level, draws=DRAWS, seed=seed)
-            beyond_runs = taus_beyond_noise(preds, runtimes, level)
+            beyond_runs = taus_beyond_noise(preds, runtimes, level, seed=seed)  # the runs the interval read
             cell.beyond_noise = {"runs": [round(float(t), 4) for t in beyond_runs],
                                  "estimate": beyond.estimate, "low": beyond.low, "high": beyond.high}
     else:
@@ -731,10 +732,11 @@ def noise_table(cells: Iterable[Cell], methods: Sequence[str], protocol: str,
     lines = ["| real graph | noise | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
     for graph, row in by_graph.items():
         real = graphs[graph]
-        entries = ["" if (c := row.get(m)) is None else
-                   mean_and_interval(*(c.beyond_noise[k] for k in ("estimate", "low", "high")))
+        entries = ["" if (c := row.get(m)) is None else "no pair beyond the noise"
+                   if c.beyond_noise["estimate"] != c.beyond_noise["estimate"]  # NaN
+                   else mean_and_interval(*(c.beyond_noise[k] for k in ("estimate", "low", "high")))
                    for m in methods]
-        shown = f"{real.noise.percent()}, {100 * real.beyond_share:.0f} % of pairs" if real.noise else ""
+        shown = f"{real.noise.percent()}, {100 * real.beyond_share:.0f} % of its pairs" if real.noise else ""
         lines.append(f"| {graph} | {shown} | " + " | ".join(entries) + " |")
     return "\n".join(lines)
 
@@ -928,16 +930,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "collections": summaries,
     }, indent=1) + "\n")
     if comparisons:
-        from benchmarks.compare_real import CompareError, compare_cells, report, statistic_cells
+        from benchmarks.compare_real import CompareError, compare_statistic, report
 
         saved = [c.to_json() for c in cells]
         # The official tau, then the same runs on the pairs beyond the noise where a graph has one.
         statistics = ["tau"] + (["beyond-noise"] if any("beyond_noise" in c for c in saved) else [])
         for base, new in comparisons:
             for statistic in statistics:
-                scored, _ = statistic_cells(saved, statistic)  # graphs without it are named under tau
                 try:
-                    pairs, left_out = compare_cells(scored, base, new)
+                    pairs, left_out = compare_statistic(saved, base, new, statistic)
                 except CompareError as exc:  # e.g. nothing was measured: the results are written all the same
                     print(f"\n--compare {base}:{new}: {exc}")
                     break

@@ -188,10 +188,29 @@ def statistic_cells(cells: Iterable[dict], statistic: str) -> tuple[list[dict], 
         runs = (cell.get("beyond_noise") or {}).get("runs")
         if isinstance(runs, list) and runs and not any(r != r for r in runs):  # r != r: NaN
             kept.append({**cell, "runs": runs})
+        elif runs is not None:
+            skipped[(cell["protocol"], cell["graph"])] = "a run had no pair of configs beyond the noise"
         else:
-            skipped.setdefault((cell["protocol"], cell["graph"]), "its measurement noise is not known"
-                               if runs is None else "a run had no pair of configs beyond the noise")
+            skipped[(cell["protocol"], cell["graph"])] = (
+                "a tile group, scored by its own metric" if cell["graph"].startswith("tile:")
+                else "its measurement noise is not known (no config measured more than once)")
     return kept, [f"{protocol} {graph}: {why}" for (protocol, graph), why in skipped.items()]
+
+
+def compare_statistic(cells: Iterable[dict], base: str, new: str, statistic: str, *,
+                      protocols: Sequence[str] | None = None) -> tuple[list[Paired], list[str]]:
+    """``compare_cells`` on the runs of ``statistic``, with a note for each graph that statistic leaves
+    out; a CompareError says which statistic could not be compared, and why, naming those graphs."""
+    scored, skipped = statistic_cells(cells, statistic)
+    skipped = [n for n in skipped if protocols is None or n.split()[0] in protocols]
+    try:
+        pairs, notes = compare_cells(scored, base, new, protocols=protocols)
+    except CompareError as exc:
+        if statistic == "tau":
+            raise
+        left = f" (left out: {'; '.join(skipped)})" if skipped else ""
+        raise CompareError(f"on the {STATISTICS[statistic]}: {exc}{left}") from None
+    return pairs, notes + skipped
 
 
 def collection_of(graph: str) -> str | None:
@@ -323,13 +342,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
     try:
-        cells, skipped = statistic_cells(read_cells(args.results), args.statistic)
-        pairs, notes = compare_cells(cells, args.base, args.new, protocols=protocols)
+        pairs, notes = compare_statistic(read_cells(args.results), args.base, args.new, args.statistic,
+                                         protocols=protocols)
     except CompareError as exc:
         print(f"compare_real: {exc}", file=sys.stderr)
         return 2
-    print(report(pairs, notes + [n for n in skipped if protocols is None or n.split()[0] in protocols],
-                 args.base, args.new, statistic=args.statistic))
+    print(report(pairs, notes, args.base, args.new, statistic=args.statistic))
     return 0
 
 

@@ -500,7 +500,7 @@ def test_the_beyond_noise_table_names_each_graphs_noise():
     cell = bench_real.Cell(proto.name, "gbdt", "within", runs=[0.3],
                            beyond_noise={"runs": [0.7], "estimate": 0.7, "low": 0.5, "high": 0.9})
     table = bench_real.noise_table([cell], ["heuristic", "gbdt"], "within", {proto.name: proto})
-    assert f"| {proto.name} | 0.0030 %, 41 % of pairs |  | +0.700 [+0.50, +0.90] |" in table
+    assert f"| {proto.name} | 0.0030 %, 41 % of its pairs |  | +0.700 [+0.50, +0.90] |" in table
     assert bench_real.noise_table([cell], ["gbdt"], "transfer", {proto.name: proto}) is None
     assert cell.to_json()["beyond_noise"]["runs"] == [0.7]
     assert "beyond_noise" not in bench_real.Cell("g", "gbdt", "within").to_json()

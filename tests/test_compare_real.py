@@ -257,6 +257,14 @@ def test_beyond_noise_pairs_the_same_runs_on_the_pairs_beyond_the_noise(tmp_path
     err = capsys.readouterr().err
     assert "no cell carries scores on the pairs apart by more than the measurement noise" in err
     assert len(err.strip().splitlines()) == 1
+    only_flat = [c for c in cells if c["graph"].endswith("/c")]  # every graph left out on that statistic
+    expected = (r"on the pairs apart by more than the measurement noise: no method 'gbdt' in these results "
+                r".*left out: within layout:xla:default:proto/c: a run had no pair")
+    with pytest.raises(CompareError, match=expected):
+        compare_real.compare_statistic(only_flat, "gbdt", "gnn", "beyond-noise")
+    tile = [_cell("tile:xla:proto (8 kernels)", m, [0.9, 0.9]) for m in ("gbdt", "gnn")]
+    _, notes = compare_real.statistic_cells(tile + cells, "beyond-noise")
+    assert "within tile:xla:proto (8 kernels): a tile group, scored by its own metric" in notes
     with pytest.raises(CompareError, match="no statistic 'tau-c'"):
         compare_real.statistic_cells(cells, "tau-c")
     with pytest.raises(SystemExit) as usage:  # argparse's own usage error

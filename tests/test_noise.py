@@ -27,14 +27,14 @@ def slow_beyond_noise_tau(prediction: np.ndarray, runtime: np.ndarray, noise: fl
     score = kept = 0
     for i, j in itertools.combinations(range(len(runtime)), 2):
         fast, slow = (i, j) if runtime[i] <= runtime[j] else (j, i)
-        if runtime[slow] > runtime[fast] * (1 + noise):
+        if abs(runtime[i] - runtime[j]) / min(runtime[i], runtime[j]) > noise:  # the documented rule
             kept += 1
             score += 1 if position[slow] > position[fast] else -1
     return score / kept if kept else float("nan")
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(2, 60), st.sampled_from([0.0, 1e-4, 0.01, 0.3]), st.integers(0, 2**16))
+@given(st.integers(2, 60), st.sampled_from([0.0, 1e-4, 0.007, 0.29]), st.integers(0, 2**16))
 def test_the_fast_count_is_the_slow_reference(n, noise, seed):
     rng = np.random.default_rng(seed)
     # Few distinct values on both sides: ties in runtimes and in predictions, and gaps around the noise.
@@ -111,6 +111,9 @@ def test_repeat_noise_refuses(keys, runtimes, kwargs, message):
     ([np.zeros(2)], [np.ones(2)], float("inf"), "noise must be"),
     ([np.zeros(2)], [np.ones(2), np.ones(2)], 0.0, "1 prediction arrays for 2 runtime arrays"),
     ([np.zeros(3)], [np.ones(2)], 0.0, "run 0: 3 predictions for 2 runtimes"),
+    ([np.zeros(3)], [np.array([1.0, -1.0, 2.0])], 0.0, "run 0: runtimes must be finite and positive"),
+    ([np.zeros(2), np.zeros(2)], [np.ones(2), np.array([1.0, np.nan])], 0.0,
+     "run 1: runtimes must be finite and positive"),
 ])
 def test_taus_beyond_noise_refuses(predictions, runtimes, noise, message):
     with pytest.raises(ValueError, match=message):
@@ -134,3 +137,31 @@ def test_the_share_of_pairs_beyond_the_noise():
     assert pairs_beyond_noise(runtime, 0.0) == 1.0
     assert pairs_beyond_noise(np.ones(3), 0.0) == 0.0  # tied runtimes never count
     assert np.isnan(pairs_beyond_noise(np.ones(1), 0.0))
+
+
+def test_runs_without_a_pair_beyond_the_noise_are_left_out_of_the_mean_and_the_draws():
+    rng = np.random.default_rng(4)
+    varied = rng.random(200) + 1
+    flat = np.ones(200) + rng.random(200) * 1e-7  # every pair inside a noise of 0.001 %
+    predictions = [varied, varied, rng.random(200)]
+    ci = beyond_noise_interval(predictions, [varied, varied, flat], 1e-5, draws=300)
+    assert ci.estimate == pytest.approx(1.0)  # the two runs with pairs, both perfect
+    assert ci.low == pytest.approx(1.0) and np.isfinite(ci.high)
+
+
+def test_a_run_valued_on_a_sample_gets_the_spread_of_that_sample(monkeypatch):
+    from competition.stats import noise, one_graph
+
+    monkeypatch.setattr(noise, "EXACT_CONFIGS", 300)
+    rng = np.random.default_rng(5)
+    runtime = rng.random(3000) + 1
+    prediction = runtime + rng.normal(0, 0.4, 3000)
+    widened = beyond_noise_interval([prediction], [runtime], 0.01, draws=400, subsample=100)
+
+    def statistic(p, r):
+        return taus_beyond_noise(p, r, 0.01)
+
+    narrow = one_graph.resampled_interval(statistic, [prediction], [runtime], draws=400, subsample=100)
+    assert widened.estimate == narrow.estimate
+    # Scaled to 300 configs instead of 3,000: sqrt(10) times the spread.
+    assert (widened.high - widened.low) == pytest.approx(np.sqrt(10) * (narrow.high - narrow.low), rel=0.05)

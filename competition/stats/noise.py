@@ -1,13 +1,18 @@
 """Measurement noise of a layout graph, and Kendall's tau over the pairs of configs it cannot order.
 
 A real layout graph often holds the same config measured more than once (the released searches repeat
-configs; the layout proto the kit ships holds 20 configs measured twice). Their runtimes differ by the
-measurement's own noise: on the real graphs at hand by a median 0.0003-0.006 % and at the 95th
-percentile 0.001-0.015 %. Many pairs of *different* configs differ by no more than that, most of them
-in default searches, where most configs tie at the fastest runtime up to noise (the `unet_3d` default
-search: 71 % of its pairs). The official metric counts every such pair, so on those graphs most of a
-tau, and most of a difference between two models, is decided by how their orders happen to meet
-runtimes that differ by less than a config's own repeated measurements do.
+configs; the layout proto the kit ships measures 20 of its configs two or three times: 22 pairs). Their
+runtimes differ by the measurement's own noise: on the four labelled real layout graphs at hand by a
+median 0.0003-0.0017 % and at the 95th percentile by 0.0011-0.0050 %. Many pairs of *different*
+configs differ by no more than that, most of them in default searches, where most configs tie at the
+fastest runtime up to noise (the `unet_3d` default search: 71 % of its pairs). The official metric counts
+every such pair, so on those graphs most of a tau, and most of a difference between two models, is
+decided by how their orders happen to meet runtimes that differ by less than a config's own repeated
+measurements do.
+
+The official tau is tau-b: concordant minus discordant pairs over sqrt(pairs x untied pairs), while the
+tau here divides by the pairs it counts; so with no noise they agree only when no runtimes tie, and on a
+graph with many exact ties part of the difference between the two readings is that denominator.
 
 - ``repeat_noise``: from the configs measured more than once, the relative runtime difference that
   repeated measurements stay within (``NOISE_QUANTILE`` of their pairs);
@@ -138,7 +143,8 @@ def taus_beyond_noise(predictions: Sequence[np.ndarray], runtimes: Sequence[np.n
     Predictions rank as ``layout_taus`` ranks them (fastest first, ties by position). With ``noise=0``
     every pair of differing runtimes counts, and on runtimes without ties this is the official tau. A
     run of more than ``EXACT_CONFIGS`` configs is counted on a seeded sample of that many (the value is
-    a mean over pairs, which the sample estimates without bias).
+    ratio of pair counts, which the sample estimates nearly without bias; ``beyond_noise_interval``
+    widens its interval to match). Runtimes must be finite and positive (the gaps are relative).
     """
     if noise < 0 or not np.isfinite(noise):
         raise ValueError(f"noise must be a finite relative difference >= 0; got {noise!r}")
@@ -150,6 +156,8 @@ def taus_beyond_noise(predictions: Sequence[np.ndarray], runtimes: Sequence[np.n
         p, r = np.asarray(p), np.asarray(r, dtype=np.float64)
         if len(p) != len(r):
             raise ValueError(f"run {k}: {len(p)} predictions for {len(r)} runtimes")
+        if not (np.isfinite(r).all() and (r > 0).all()):
+            raise ValueError(f"run {k}: runtimes must be finite and positive to compare them relatively")
         if len(r) > EXACT_CONFIGS:
             pick = np.sort(rng.choice(len(r), size=EXACT_CONFIGS, replace=False))
             p, r = p[pick], r[pick]
@@ -162,9 +170,11 @@ def beyond_noise_interval(predictions: Sequence[np.ndarray], runtimes: Sequence[
                           confidence: float = DEFAULT_CONFIDENCE,
                           subsample: int | None = SUBSAMPLE) -> Interval:
     """The mean of ``taus_beyond_noise`` over runs, with ``tau_interval``'s bootstrap (configs and runs
-    resampled, a run of more than ``subsample`` configs that many at a time)."""
+    resampled, a run of more than ``subsample`` configs that many at a time). A run of more than
+    ``EXACT_CONFIGS`` configs is valued on a sample of that many, so its spread is that of a graph of that
+    size, not of its own (narrower) one."""
     def statistic(p: Sequence[np.ndarray], r: Sequence[np.ndarray]) -> np.ndarray:
         return taus_beyond_noise(p, r, noise, seed=seed)
 
     return resampled_interval(statistic, predictions, runtimes, draws=draws, seed=seed,
-                              confidence=confidence, subsample=subsample)
+                              confidence=confidence, subsample=subsample, valued_at_most=EXACT_CONFIGS)

@@ -75,11 +75,12 @@ RunStatistic = Callable[[Sequence[np.ndarray], Sequence[np.ndarray]], np.ndarray
 def resampled_interval(statistic: RunStatistic, predictions: Sequence[np.ndarray],
                        runtimes: Sequence[np.ndarray], *, draws: int = DEFAULT_DRAWS,
                        seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE,
-                       subsample: int | None = SUBSAMPLE) -> Interval:
+                       subsample: int | None = SUBSAMPLE, valued_at_most: int | None = None) -> Interval:
     """``tau_interval`` for any per-run statistic of (predictions, runtimes) that is a mean over pairs
     of configs (so its spread falls as 1 / sqrt(configs), which the m-out-of-n scaling assumes). A run
     or a draw whose statistic is undefined (NaN: no pair to count) is left out; with none left the
-    interval is NaN."""
+    interval is NaN. ``valued_at_most``: the statistic values a run of more configs on a sample of that
+    many, so a draw's deviation is scaled to that size instead of the run's."""
     check_bootstrap_args(draws, confidence)
     if not predictions:
         raise ValueError("no run to score")
@@ -99,6 +100,8 @@ def resampled_interval(statistic: RunStatistic, predictions: Sequence[np.ndarray
         sampled_p.append(np.asarray(predictions[run])[pick])
         sampled_r.append(np.asarray(runtimes[run])[pick])
     values = statistic(sampled_p, sampled_r)
+    if valued_at_most is not None:
+        sizes = np.minimum(sizes, valued_at_most)
     scaled = picked < sizes  # m-out-of-n draws: the run's value plus the deviation scaled to n configs
     values[scaled] = run_values[runs[scaled]] + (values[scaled] - run_values[runs[scaled]]) * np.sqrt(
         picked[scaled] / sizes[scaled])
