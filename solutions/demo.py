@@ -94,15 +94,21 @@ def real_data_line(model_dirs: dict[str, Path]) -> str:
 
     ``model_dirs``: method -> the folder ``solve`` saved its models in. The ranking is ``tpugraphs rank``'s
     (``solutions.ranking``: the saved model, or a seed ensemble's blend). One graph of one program whose
-    112 measured configs lie within 1.6 % of each other: the line says so.
+    112 measured configs lie within 1.6 % of each other: the line says so. Most of its pairs of configs
+    differ by less than its configs measured twice do, so a second line scores the pairs beyond that
+    noise (``competition.stats.noise``).
     """
     from competition.data.realdata import LAYOUT_PROTO
     from competition.stats import tau_interval
+    from competition.stats.noise import beyond_noise_interval, pairs_beyond_noise, repeat_noise
+    from solutions.dedup import deduplicate_configs
     from solutions.ranking import RankError, rank_program, read_program
 
     program = read_program(LAYOUT_PROTO)
     runtimes = program.graph.config_runtime.astype(np.float64)
-    cells = []
+    # Its configs measured more than once say how far apart a re-measurement puts the same config.
+    noise = repeat_noise(deduplicate_configs(program.graph.configs).inverse, runtimes)
+    cells, beyond = [], []
     for method, model_dir in model_dirs.items():
         try:
             order = rank_program(program, model_dir, collection=REAL_COLLECTION).order
@@ -113,10 +119,17 @@ def real_data_line(model_dirs: dict[str, Path]) -> str:
         position[order] = np.arange(len(order))  # rank 0 = predicted fastest
         ci = tau_interval([position], [runtimes])
         cells.append(f"{method} {ci.estimate:+.2f} [{ci.low:+.2f}, {ci.high:+.2f}]")
+        if noise is not None:
+            ci = beyond_noise_interval([position], [runtimes], noise.level)
+            beyond.append(f"{method} {ci.estimate:+.2f} [{ci.low:+.2f}, {ci.high:+.2f}]")
+    noise_line = "" if not beyond else (
+        f"   On only the {100 * pairs_beyond_noise(runtimes, noise.level):.0f} % of its pairs of configs "
+        f"whose runtimes differ by more than the same config measured twice does ({noise.percent()}):\n   "
+        + "; ".join(beyond) + "\n")
     return (f"== real data, one graph: the {REAL_COLLECTION} models rank the {len(runtimes)} "
             "measured configs of a real 3D U-Net (shipped with the kit; runtimes within 1.6 % of each "
             "other), Kendall tau with "
-            f"its 95 % interval over those configs:\n   " + "; ".join(cells) + "\n"
+            f"its 95 % interval over those configs:\n   " + "; ".join(cells) + "\n" + noise_line +
             "   One graph is weak evidence, and the embedded competition teaches only part of what "
             "real runtimes teach: 'make bench-real' ranks every real graph at hand (BENCHMARKS.md, "
             "\"Real data\").")

@@ -19,6 +19,7 @@ from competition.collections import COLLECTIONS, parse_row_id
 from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import write_submission
 from competition.scoring import load_solution, score_rows
+from competition.stats import noise as stats_noise
 from competition.stats.bootstrap import CollectionScores, GraphScores
 from competition.stats.ensemble import EnsembleError, blend_row, ensemble, infer_expected, parse_weights
 from competition.stats.shakeup import split_masks
@@ -608,6 +609,7 @@ def test_demo_table_marks_differences_within_noise(solved_tiny):
 def test_demo_ends_with_how_its_models_rank_the_shipped_real_graph(solved_tiny):
     from competition.data.protos.featurize import featurize_file
     from competition.data.realdata import LAYOUT_PROTO
+    from solutions.dedup import deduplicate_configs
     from solutions.demo import real_data_line
     from solutions.heuristics import layout_cost
 
@@ -618,6 +620,13 @@ def test_demo_ends_with_how_its_models_rank_the_shipped_real_graph(solved_tiny):
     [(_, graph)] = featurize_file(LAYOUT_PROTO)
     expected = stats.layout_taus([np.log1p(layout_cost(graph))], [graph.config_runtime.astype(np.float64)])[0]
     assert f"heuristic {expected:+.2f} [" in line
+    # And on the pairs beyond the graph's measurement noise, read from its configs measured twice.
+    assert "On only the 41 % of its pairs of configs whose runtimes differ by more than the same " in line
+    assert "config measured twice does (0.0030 %)" in line
+    runtimes = graph.config_runtime.astype(np.float64)
+    noise = stats_noise.repeat_noise(deduplicate_configs(graph.configs).inverse, runtimes)
+    beyond = stats_noise.taus_beyond_noise([np.log1p(layout_cost(graph))], [runtimes], noise.level)[0]
+    assert line.split("(0.0030 %):\n   ")[1].startswith(f"heuristic {beyond:+.2f} [")
 
 
 def test_one_graph_tau_interval_is_the_metric_and_resamples_configs():
