@@ -80,10 +80,9 @@ from competition.stats.noise import (
     RepeatNoise,
     beyond_noise_interval,
     pairs_beyond_noise,
-    repeat_noise,
     taus_beyond_noise,
 )
-from solutions.dedup import deduplicate_configs
+from solutions.dedup import repeat_noise_of
 from solutions.method import get_method, random_search_of
 from solutions.run_checks import SolveError, parse_method_params
 
@@ -180,12 +179,9 @@ class RealGraph:
 
     def measure_noise(self, graph: Graph) -> None:
         """Read ``noise`` and ``beyond_share`` off the layout graph (its runtimes and repeated configs)."""
-        runtime = graph.config_runtime.astype(np.float64)
-        if graph.num_configs < 2 or not np.all(runtime > 0):
-            return
-        self.noise = repeat_noise(deduplicate_configs(graph.configs).inverse, runtime)
+        self.noise = repeat_noise_of(graph.configs, graph.config_runtime)
         if self.noise is not None:
-            self.beyond_share = pairs_beyond_noise(runtime, self.noise.level)
+            self.beyond_share = pairs_beyond_noise(graph.config_runtime.astype(np.float64), self.noise.level)
 
     @property
     def file(self) -> Path | None:

@@ -39,6 +39,7 @@ from competition.data.compact import (
     pack_layout_vector_codes,
     unpack_layout_configs,
 )
+from competition.stats.noise import RepeatNoise, repeat_noise
 
 POLICIES = ("min", "mean", "median", "first")
 DEFAULT_POLICY = "min"
@@ -265,6 +266,16 @@ def deduplicate_configs(
     else:
         runtime = _aggregate(runtimes, inverse, first, counts, policy)
     return DedupResult(unique_index=first, inverse=inverse, counts=counts, runtime=runtime, policy=policy)
+
+
+def repeat_noise_of(configs: np.ndarray, runtimes: np.ndarray) -> RepeatNoise | None:
+    """The measurement noise of a labelled graph (``competition.stats.noise.repeat_noise``), its configs
+    measured more than once found as ``deduplicate_configs`` finds them; None for fewer than two configs,
+    runtimes that are not all measured (a test graph's zeros), or too few repeated measurements."""
+    runtimes = np.asarray(runtimes, dtype=np.float64)
+    if runtimes.shape[0] < 2 or not np.all(runtimes > 0):
+        return None
+    return repeat_noise(deduplicate_configs(configs).inverse, runtimes)
 
 
 # --------------------------------------------------------------------------------------------------

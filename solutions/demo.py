@@ -100,14 +100,14 @@ def real_data_line(model_dirs: dict[str, Path]) -> str:
     """
     from competition.data.realdata import LAYOUT_PROTO
     from competition.stats import tau_interval
-    from competition.stats.noise import beyond_noise_interval, pairs_beyond_noise, repeat_noise
-    from solutions.dedup import deduplicate_configs
+    from competition.stats.noise import beyond_noise_interval, pairs_beyond_noise
+    from solutions.dedup import repeat_noise_of
     from solutions.ranking import RankError, rank_program, read_program
 
     program = read_program(LAYOUT_PROTO)
     runtimes = program.graph.config_runtime.astype(np.float64)
     # Its configs measured more than once say how far apart a re-measurement puts the same config.
-    noise = repeat_noise(deduplicate_configs(program.graph.configs).inverse, runtimes)
+    noise = repeat_noise_of(program.graph.configs, runtimes)
     cells, beyond = [], []
     for method, model_dir in model_dirs.items():
         try:

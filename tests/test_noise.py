@@ -165,3 +165,19 @@ def test_a_run_valued_on_a_sample_gets_the_spread_of_that_sample(monkeypatch):
     assert widened.estimate == narrow.estimate
     # Scaled to 300 configs instead of 3,000: sqrt(10) times the spread.
     assert (widened.high - widened.low) == pytest.approx(np.sqrt(10) * (narrow.high - narrow.low), rel=0.05)
+
+
+def test_a_graphs_noise_is_read_from_its_configs_measured_more_than_once():
+    from solutions.dedup import deduplicate_configs, repeat_noise_of
+
+    rng = np.random.default_rng(6)
+    configs = rng.integers(0, 3, size=(40, 2, 18)).astype(np.int8)
+    configs[20:] = configs[:20]  # every config measured twice
+    runtimes = 100 * (1 + rng.random(40) * 1e-4)
+    found = repeat_noise_of(configs, runtimes)
+    assert found == repeat_noise(deduplicate_configs(configs).inverse, runtimes)
+    assert found is not None and found.configs == 20
+    unmeasured = runtimes.copy()
+    unmeasured[3] = 0  # a test graph's runtimes: nothing to read
+    assert repeat_noise_of(configs, unmeasured) is None
+    assert repeat_noise_of(configs[:1], runtimes[:1]) is None
