@@ -21,6 +21,12 @@ the other):
 - ``R2``: the share of the ranked half's log-runtime variance the per-tensor fit explains (out of
   sample), the best of ridge strengths 1e-3, 0.1 and 1: near 1 means additive;
 - ``at fastest``: configs within 0.01 % of the fastest runtime (``tpugraphs stats``'s figure): ties;
+- ``noise`` and ``beyond``: the graph's measurement noise (the 95th percentile of the relative
+  differences between its configs measured more than once, ``competition.stats.noise``) and the share
+  of its pairs of configs whose runtimes differ by more than that;
+- ``tau node beyond``: ``tau node`` counted on only those pairs (the same fits and halves): what is
+  left of the statistic once the pairs no measurement can order are set aside. Near 1 on an additive
+  graph whatever its ties; below it, interactions;
 - ``heuristic``, ``rule 2`` and ``rule 1``: the tau of the kit's heuristic on the whole graph (no
   fitting; its layout rule 3: a roofline of each convolution's and dot's matrix work, inflated by its
   output's padding, against its bytes, and reshapes that are copies), of its former rule 2 (the padded
@@ -56,6 +62,8 @@ from competition.data.locate import embedded_competition
 from competition.data.synth.stats import FASTEST_TOLERANCE
 from competition.data.tree import split_dir
 from competition.metrics.layout import kendall_tau_score
+from competition.stats.noise import pairs_beyond_noise, taus_beyond_noise
+from solutions.dedup import repeat_noise_of
 from solutions.features.layout_geometry import layout_context, layout_geometry
 from solutions.features.shapes import config_chunks
 
@@ -129,6 +137,17 @@ def ridge_tau(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float] = T
     return _cross_fitted(x, runtime, strengths, lambda predicted, y, ranked: _tau(predicted, ranked))
 
 
+def ridge_tau_beyond_noise(x: np.ndarray, runtime: np.ndarray, noise: float,
+                           strengths: Sequence[float] = TAU_STRENGTHS) -> float:
+    """``ridge_tau`` counted only on the ranked half's pairs of configs whose runtimes differ by more
+    than ``noise`` (relative): the best strength of the mean over the halves (NaN when a half has no
+    such pair)."""
+    def beyond(predicted: np.ndarray, y: np.ndarray, ranked: np.ndarray) -> float:
+        return float(taus_beyond_noise([predicted], [ranked], noise)[0])
+
+    return _cross_fitted(x, runtime, strengths, beyond)
+
+
 def additive_r2(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float] = R2_STRENGTHS) -> float:
     """Mean over the halves of the out-of-sample R^2 of log runtime under an additive fit, the best
     strength (1.0 for an exactly additive graph)."""
@@ -167,6 +186,11 @@ class Additivity:
     heuristic: float | None = None
     rule_2: float | None = None
     rule_1: float | None = None
+    # the measurement noise (relative), the share of pairs beyond it and tau node on those pairs; None
+    # where the graph has too few configs measured more than once
+    noise: float | None = None
+    beyond: float | None = None
+    tau_node_beyond: float | None = None
 
 
 def measure(name: str, settings: np.ndarray, runtime: np.ndarray, *, min_configs: int = MIN_CONFIGS,
@@ -181,12 +205,16 @@ def measure(name: str, settings: np.ndarray, runtime: np.ndarray, *, min_configs
     if by_node is None or by_tensor is None:
         return None
     heuristic, rule_2, rule_1 = rule_taus(graph) if graph is not None else (None, None, None)
+    noise = repeat_noise_of(settings, runtime)
+    beyond_figures = {} if noise is None else {
+        "noise": noise.level, "beyond": pairs_beyond_noise(runtime, noise.level),
+        "tau_node_beyond": ridge_tau_beyond_noise(by_node, runtime, noise.level)}
     return Additivity(
         graph=name, configs=len(runtime),
         tau_node=ridge_tau(by_node, runtime), tau_tensor=ridge_tau(by_tensor, runtime),
         r2=additive_r2(by_tensor, runtime),
         at_fastest=float(np.mean(runtime <= runtime.min() * (1 + FASTEST_TOLERANCE))),
-        heuristic=heuristic, rule_2=rule_2, rule_1=rule_1,
+        heuristic=heuristic, rule_2=rule_2, rule_1=rule_1, **beyond_figures,
     )
 
 
@@ -228,8 +256,10 @@ def embedded_rows(public: Path, label: str, *, min_configs: int = MIN_CONFIGS) -
     return out
 
 
-FIGURES = ("tau_node", "tau_tensor", "r2", "at_fastest", "heuristic", "rule_2", "rule_1")
-COLUMNS = ("tau node", "tau tensor", "R2", "at fastest", "heuristic", "rule 2", "rule 1")
+FIGURES = ("tau_node", "tau_tensor", "r2", "at_fastest", "noise", "beyond", "tau_node_beyond", "heuristic",
+           "rule_2", "rule_1")
+COLUMNS = ("tau node", "tau tensor", "R2", "at fastest", "noise %", "beyond", "tau node beyond", "heuristic",
+           "rule 2", "rule 1")
 
 
 def _header(first: str, second: str) -> list[str]:
@@ -240,24 +270,35 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
 
+def _plain(value: float | None, scale: float = 1.0, digits: int = 3) -> str:
+    return "-" if value is None or not np.isfinite(value) else f"{scale * value:.{digits}f}"
+
+
 def real_table(rows: Sequence[Additivity]) -> str:
     lines = _header("graph", "configs")
     for r in rows:
         lines.append(f"| {r.graph} | {r.configs:,} | {r.tau_node:.3f} | {r.tau_tensor:.3f} | {r.r2:.3f} | "
-                     f"{r.at_fastest:.3f} | {_signed(r.heuristic)} | {_signed(r.rule_2)} | "
+                     f"{r.at_fastest:.3f} | {_plain(r.noise, 100, 4)} | {_plain(r.beyond, digits=2)} | "
+                     f"{_plain(r.tau_node_beyond)} | {_signed(r.heuristic)} | {_signed(r.rule_2)} | "
                      f"{_signed(r.rule_1)} |")
     return "\n".join(lines)
 
 
 def embedded_table(by_collection: dict[str, list[Additivity]]) -> str:
-    """Per collection, each figure's p10 / median / p90 over its graphs."""
+    """Per collection, each figure's p10 / median / p90 over its graphs (the noise columns over the
+    graphs that have one)."""
     lines = _header("collection", "graphs")
     for name, rows in by_collection.items():
         cells = []
         for figure in FIGURES:
-            values = np.array([getattr(r, figure) for r in rows])
-            p10, p50, p90 = np.percentile(values, [10, 50, 90])
-            cells.append(f"{p10:.2f} / **{p50:.3f}** / {p90:.2f}")
+            values = np.array([v for r in rows if (v := getattr(r, figure)) is not None], dtype=np.float64)
+            values = values[np.isfinite(values)]
+            if not values.size:
+                cells.append("-")
+                continue
+            scale, digits = (100, 4) if figure == "noise" else (1, 3)
+            p10, p50, p90 = scale * np.percentile(values, [10, 50, 90])
+            cells.append(f"{p10:.{digits - 1}f} / **{p50:.{digits}f}** / {p90:.{digits - 1}f}")
         lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
