@@ -145,7 +145,8 @@ def ridge_tau_beyond_noise(x: np.ndarray, runtime: np.ndarray, noise: float,
     def beyond(predicted: np.ndarray, y: np.ndarray, ranked: np.ndarray) -> float:
         return float(taus_beyond_noise([predicted], [ranked], noise)[0])
 
-    return _cross_fitted(x, runtime, strengths, beyond)
+    value = _cross_fitted(x, runtime, strengths, beyond)
+    return value if np.isfinite(value) else float("nan")  # no half had a pair beyond the noise
 
 
 def additive_r2(x: np.ndarray, runtime: np.ndarray, strengths: Sequence[float] = R2_STRENGTHS) -> float:
