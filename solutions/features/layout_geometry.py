@@ -128,6 +128,50 @@ def column_modes(codes: np.ndarray) -> np.ndarray:
     return modes
 
 
+def configurable_kinds(graph: LayoutGraph) -> np.ndarray:
+    """(nc,) int64 each configurable node's index into ``CONFIGURABLE_KINDS``, -1 for another opcode."""
+    kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
+    ids = np.asarray(graph.node_config_ids, dtype=np.int64)
+    return np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
+
+
+def matrix_terms(graph: LayoutGraph, kind: np.ndarray, elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per configurable node (nc,): the multiply-adds of a convolution or dot and the elements of its two
+    operands, 0 for other nodes and where no operand is found (``LayoutContext.mxu_work``,
+    ``operand_elements``). Read from the node arrays and edges only; ``elements``: every node's (n,)."""
+    ids = np.asarray(graph.node_config_ids, dtype=np.int64)
+    mxu_work, operand_elements = np.zeros(ids.size), np.zeros(ids.size)
+    consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
+    starts = np.searchsorted(consumers, ids, side="left")
+    stops = np.searchsorted(consumers, ids, side="right")
+    for j in np.flatnonzero(np.isin(kind, MXU_KINDS) & (stops > starts)):
+        operands = producers[starts[j]:stops[j]]
+        # Two operands; the released edges are deduplicated, so x . x shows one producer. The work is
+        # sqrt(output x input x kernel elements): exact for a dot (sqrt(MN * MK * KN) = MNK), a
+        # convolution's times the square root of its window, activations or weight gradient alike.
+        a, b = (operands[0], operands[1]) if operands.size > 1 else (operands[0], operands[0])
+        operand_elements[j] = elements[a] + elements[b]
+        mxu_work[j] = np.sqrt(elements[ids[j]] * elements[a] * elements[b])
+    return mxu_work, operand_elements
+
+
+def configurable_work(graph: LayoutGraph) -> np.ndarray:
+    """(nc,) float64 each configurable node's roofline time at its unpadded size, in multiply-add times
+    (the heuristic's ``LayoutGeometry.cost`` with no padding and every reshape a copy): a convolution or
+    dot the longer of its matrix work and its memory traffic, any other node its memory traffic (its
+    output written, its operands read). Node arrays only: no config is read."""
+    ids = np.asarray(graph.node_config_ids, dtype=np.int64)
+    _, elements, _ = node_shapes(graph.node_feat)
+    kind = configurable_kinds(graph)
+    mxu_work, operand_elements = matrix_terms(graph, kind, elements)
+    consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
+    starts = np.searchsorted(consumers, ids, side="left")
+    stops = np.searchsorted(consumers, ids, side="right")
+    read = np.array([elements[producers[a:b]].sum() for a, b in zip(starts, stops, strict=True)])
+    read = np.where(np.isin(kind, MXU_KINDS), operand_elements, read)
+    return np.maximum(mxu_work, MACS_PER_ELEMENT * (elements[ids] + read))
+
+
 def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
                    with_repeats: bool = False) -> LayoutContext:
     """Per-graph facts for the layout features: tensor shapes, expected layouts, producer links.
@@ -169,9 +213,8 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     tensor_dims[:, 0], tensor_elements[:, 0] = dims[ids], elements[ids]
     expected[:, 0] = crop_layout(node_layout[ids], rank[:, 0])
 
-    kind_of_opcode = {OPCODE_IDS[k]: i for i, k in enumerate(CONFIGURABLE_KINDS)}
-    kind = np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
-    mxu_work, operand_elements = np.zeros(nc), np.zeros(nc)
+    kind = configurable_kinds(graph)
+    mxu_work, operand_elements = matrix_terms(graph, kind, elements)
 
     edges = graph.edge_index
     consumers, producers = edges[:, 0], edges[:, 1]
@@ -179,13 +222,6 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     stops = np.searchsorted(consumers, ids, side="right")
     for j in range(nc):
         operands = list(producers[starts[j] : stops[j]])
-        if kind[j] in MXU_KINDS and operands:
-            # Two operands; the released edges are deduplicated, so x . x shows one producer. The work
-            # is sqrt(output x input x kernel elements): exact for a dot (sqrt(MN * MK * KN) = MNK), a
-            # convolution's times the square root of its window, activations or weight gradient alike.
-            a, b = operands[:2] if len(operands) > 1 else (operands[0], operands[0])
-            operand_elements[j] = elements[a] + elements[b]
-            mxu_work[j] = np.sqrt(elements[ids[j]] * elements[a] * elements[b])
         used: set[int] = set()
         for vector in (1, 2):
             r = rank[j, vector]

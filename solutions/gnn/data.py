@@ -45,7 +45,7 @@ from competition.data.graphs import LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph
 from competition.tasks import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
 from solutions.dedup import deduplicate_configs
-from solutions.features.layout_geometry import tied_groups
+from solutions.features.layout_geometry import configurable_work, tied_groups
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
 from solutions.features.tile import tile_feature_names, tile_features
 from solutions.gnn.config_store import CachedConfigStore, ConfigStore, most_common_config, most_common_rows
@@ -101,6 +101,8 @@ class LayoutInputs:
     # (nc,) int64 the first configurable node of each one's tied group: the nodes whose row is the
     # same in every config of the graph (None: not computed)
     tied: torch.Tensor | None = None
+    # (nc,) float32 each configurable node's share of the graph's roofline time (None: not computed)
+    node_weight: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -130,7 +132,8 @@ class LayoutInputs:
                             self.edge_index.to(device),
                             self.config_node_ids.to(device), self.common_rows.to(device),
                             None if self.links is None else self.links.to(device),
-                            None if self.tied is None else self.tied.to(device))
+                            None if self.tied is None else self.tied.to(device),
+                            None if self.node_weight is None else self.node_weight.to(device))
 
 
 def configurable_links(edge_index: torch.Tensor, config_node_ids: torch.Tensor,
@@ -378,16 +381,29 @@ def tile_example(row_id: str, graph: TileGraph, *, compress: bool, geometry: boo
     )
 
 
+def work_shares(graph: LayoutGraph) -> np.ndarray:
+    """(nc,) float32 each configurable node's share of the graph's roofline time
+    (``solutions.features.layout_geometry.configurable_work``; summing to 1, even shares when no size is
+    known): what ``work_pooling`` weighs the nodes by. Read from the node arrays, the same pruned or not."""
+    work = configurable_work(graph)
+    total = work.sum()
+    share = work / total if total > 0 else np.full(work.size, 1.0 / max(work.size, 1))
+    return share.astype(np.float32)
+
+
 def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, compress: bool,
                  transform: GraphTransform | None = None, tile_geometry: bool = False,
                  find_tied: bool = False, engineered: bool = False,
-                 max_configs: int | None = None) -> TileExample | LayoutExample:
+                 max_configs: int | None = None, node_work: bool = False) -> TileExample | LayoutExample:
     """The example of one graph; a layout graph read from the processed cache keeps its configs there.
 
     Layout graphs are pruned with ``transform`` when ``prune`` is on (``default_pruning()`` when it is
     None), get their tied groups with ``find_tied`` and their configs' engineered features
     (``solutions.gnn.engineered``) with ``engineered``; tile graphs are never pruned, and get the
     engineered tiling columns with ``tile_geometry``.
+
+    ``node_work`` (layout): also each configurable node's share of the graph's roofline time
+    (``LayoutInputs.node_weight``; only the ``work_pooling`` model reads it).
 
     ``max_configs`` (training graphs): a labelled layout graph with more kept configs keeps a fixed
     random sample of that many (``solutions.gnn.engineered.sample_training_configs``); its scores then
@@ -401,6 +417,8 @@ def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, co
         else:
             example = layout_example(row_id, graph, prune=prune, compress=compress, transform=transform,
                                      find_tied=find_tied)
+        if node_work:
+            example.inputs.node_weight = torch.from_numpy(work_shares(graph))
         rows = kept_configs(example.config_inverse)  # a file config of each kept one (None: all)
         if max_configs is not None and example.runtime is not None and example.num_configs > max_configs:
             keep = sample_training_configs(example.num_configs, max_configs)

@@ -215,7 +215,8 @@ class LayoutRanker(nn.Module):
 
     def __init__(self, *, hidden: int, layers: int, dropout: float, row_features: bool, fusion: str,
                  config_layers: int, config_attention: bool, attention_context: int,
-                 tied_links: bool, engineered_features: int = 0, heuristic_prior: float = 0.0) -> None:
+                 tied_links: bool, engineered_features: int = 0, heuristic_prior: float = 0.0,
+                 work_pooling: bool = False) -> None:
         super().__init__()
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
@@ -241,6 +242,7 @@ class LayoutRanker(nn.Module):
         if heuristic_prior and engineered_features != ENGINEERED_LAYOUT_COLUMNS:
             raise ValueError("heuristic_prior reads the engineered heuristic_log_cost column")
         self.heuristic_prior = float(heuristic_prior)
+        self.work_pooling = work_pooling
 
     @classmethod
     def from_settings(cls, config: GNNConfig) -> LayoutRanker:
@@ -250,7 +252,7 @@ class LayoutRanker(nn.Module):
                    config_attention=config.config_attention, attention_context=config.configs_per_graph,
                    tied_links=config.tied_links,
                    engineered_features=ENGINEERED_LAYOUT_COLUMNS if config.engineered_features else 0,
-                   heuristic_prior=config.heuristic_prior)
+                   heuristic_prior=config.heuristic_prior, work_pooling=config.work_pooling)
 
     def encode_nodes(self, inputs: LayoutInputs) -> torch.Tensor:
         """The config-independent part, computed once per graph: -> (n, h).
@@ -333,9 +335,20 @@ class LayoutRanker(nn.Module):
         elif not digits.shape[1]:  # no configurable node: every config is the same graph
             pooled = mean_max_pool(node_state, dim=0).expand(digits.shape[0], -1)
         else:
-            pooled = mean_max_pool(self.configurable_states(inputs, node_state, digits,
-                                                            dedup_rows=dedup_rows), dim=1)
+            states = self.configurable_states(inputs, node_state, digits, dedup_rows=dedup_rows)
+            pooled = self.work_pool(inputs, states) if self.work_pooling else mean_max_pool(states, dim=1)
         return self.add_engineered(pooled, engineered)
+
+    def work_pool(self, inputs: LayoutInputs, states: torch.Tensor) -> torch.Tensor:
+        """``[weighted mean, max]`` of the configurable nodes' states (B, nc, h) -> (B, 2h), each node
+        weighted by its share of the graph's roofline time (``LayoutInputs.node_weight``): a node's
+        change of layout then moves the pooled state in proportion to the work behind it, as the
+        heuristic's roofline weighs it, instead of a group of 15 light nodes outweighing one heavy one."""
+        if inputs.node_weight is None:
+            raise ValueError("this layout model pools by work (work_pooling) and was given no node weights; "
+                             "build the examples with make_example(..., node_work=True)")
+        weighted = (states * inputs.node_weight[None, :, None]).sum(dim=1)
+        return torch.cat([weighted, states.amax(dim=1)], dim=-1)
 
     def add_engineered(self, pooled: torch.Tensor, engineered: torch.Tensor | None) -> torch.Tensor:
         """``pooled`` (B, 2h) plus the MLP of the configs' engineered features (B, F), for a model that

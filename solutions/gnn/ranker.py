@@ -62,7 +62,7 @@ BLEND_CONFIGS = 1024  # heuristic_blend: configs of each valid graph its weight 
 BEFORE_VERSION_4 = {"fusion": "early", "config_attention": False, "tile_geometry": False}
 # Settings added after a model format was fixed: a saved config without one was trained without it,
 # whatever the default has become since.
-ADDED_SETTINGS = {"engineered_features": False}
+ADDED_SETTINGS = {"engineered_features": False, "work_pooling": False}
 LEGACY_PRUNING = {"one_hop": "onehop"}  # version 1's "pruning" field (transform.name) -> pruning name
 
 
@@ -286,7 +286,8 @@ class GNNRanker:
             example = make_example("", graph, prune=transform is not None, compress=self.compress,
                                    transform=transform, tile_geometry=self.config.tile_geometry,
                                    find_tied=self.config.tied_links,
-                                   engineered=self.config.engineered_features)
+                                   engineered=self.config.engineered_features,
+                                   node_work=self.config.work_pooling)
             if isinstance(example, TileExample):
                 scores = predict_tile(self.model, example, device=self.device)
             else:
@@ -432,6 +433,7 @@ class GNNRanker:
         return [make_example(row_id, graph, prune=transform is not None, compress=options.compress,
                              transform=transform, tile_geometry=self.config.tile_geometry,
                              find_tied=self.config.tied_links, engineered=self.config.engineered_features,
+                             node_work=self.config.work_pooling,
                              max_configs=self.config.max_train_configs if self.config.engineered_features
                              else None)
                 for row_id, graph in graphs]

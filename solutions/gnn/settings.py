@@ -64,6 +64,9 @@ class GNNConfig:
                                         "(the gbdt's) as z-scores within its graph (model.py)")
     # Off: it helps a model trained on the embedded competition rank real default searches, but costs
     # within real graphs and at full size, at twice the training (docs/gnn.md).
+    work_pooling: bool = setting(False, "layout, intermediate fusion: average the configurable nodes' states "
+                                 "weighted by each node's share of the graph's roofline time, not evenly "
+                                 "(model.py)")
     learn_from_random_search: bool = setting(False, "layout, default search: also train on the random "
                                              "search's train graphs of the same source "
                                              "(solutions.method.with_random_search; docs/gnn.md)")
@@ -123,6 +126,10 @@ class GNNConfig:
         if self.heuristic_blend and not self.engineered_features:
             raise SettingError("setting heuristic_blend=true reads the engineered heuristic_log_cost; add "
                                "engineered_features=true or set heuristic_blend=false")
+        if self.work_pooling and self.fusion != "intermediate":
+            raise SettingError(f"setting work_pooling=true weighs the configurable nodes that intermediate "
+                               f"fusion pools, and fusion={self.fusion} pools every node; add "
+                               f"fusion=intermediate or set work_pooling=false")
         if self.training == "gst" and self.fusion != "early":
             raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the "
                                f"per-config message passing of early fusion, and {self.fusion} fusion passes "
