@@ -299,7 +299,9 @@ def embedded_table(by_collection: dict[str, list[Additivity]]) -> str:
                 continue
             scale, digits = (100, 4) if figure == "noise" else (1, 3)
             p10, p50, p90 = scale * np.percentile(values, [10, 50, 90])
-            cells.append(f"{p10:.{digits - 1}f} / **{p50:.{digits}f}** / {p90:.{digits - 1}f}")
+            # how many graphs the noise columns rest on (those with enough repeated configs)
+            over = f" ({values.size} graphs)" if figure == "noise" and values.size < len(rows) else ""
+            cells.append(f"{p10:.{digits - 1}f} / **{p50:.{digits}f}** / {p90:.{digits - 1}f}{over}")
         lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -14,16 +14,24 @@ from real_protos import LAYOUT_PROTO, needs_realdata
 from test_gnn import FAST, layout_graph
 
 from competition.collections import COLLECTION_BY_NAME
-from competition.data.graphs import iter_split
+from competition.data.graphs import iter_split, save_graph
 from competition.data.hlo import OPCODE_IDS
+from competition.data.processed_cache import build_cache
 from competition.data.protos.featurize import featurize_file
-from solutions.features.layout_geometry import MACS_PER_ELEMENT, configurable_work, layout_context
+from solutions.features.layout_geometry import (
+    MACS_PER_ELEMENT,
+    configurable_kinds,
+    configurable_work,
+    layout_context,
+    matrix_terms,
+)
 from solutions.features.shapes import node_shapes
 from solutions.gnn import GNNRanker
 from solutions.gnn.data import make_example, work_shares
 from solutions.gnn.model import LayoutRanker
 from solutions.gnn.settings import GNNConfig
 from solutions.method import FitOptions, SplitSource
+from solutions.pruning import parse_pruning
 from solutions.settings import SettingError
 
 DEFAULT = COLLECTION_BY_NAME["layout:xla:default"]
@@ -52,11 +60,16 @@ def test_the_work_of_the_proto_s_configurable_nodes_matches_a_slow_reference():
     [(_, graph)] = featurize_file(LAYOUT_PROTO)
     work = configurable_work(graph)
     np.testing.assert_allclose(work, _slow_work(graph), rtol=1e-12)
-    # the heuristic's context reads the same matrix work (one helper computes both)
+    # the heuristic's context reads its matrix work from the same helper, and the work is its roofline
     context = layout_context(graph)
+    elements = node_shapes(graph.node_feat)[1]
+    mxu_work, operand_elements = matrix_terms(graph, configurable_kinds(graph), elements)
+    np.testing.assert_array_equal(mxu_work, context.mxu_work)
+    np.testing.assert_array_equal(operand_elements, context.operand_elements)
     matrix = context.mxu_work > 0
     assert matrix.any()
-    np.testing.assert_array_less(context.mxu_work[matrix] * (1 - 1e-12), work[matrix])
+    np.testing.assert_allclose(work[matrix], np.maximum(context.mxu_work, MACS_PER_ELEMENT * (
+        context.tensor_elements[:, 0] + context.operand_elements))[matrix], rtol=1e-12)
     shares = work_shares(graph)
     assert shares.dtype == np.float32 and shares.shape == (graph.node_config_ids.shape[0],)
     assert shares.min() >= 0 and shares.sum() == pytest.approx(1.0, abs=1e-5)
@@ -70,10 +83,31 @@ def test_examples_carry_the_shares_only_when_asked_and_keep_them_on_the_way_to_a
     assert plain.inputs.node_weight is None
     weighed = make_example("g", graph, prune=True, compress=True, node_work=True)
     np.testing.assert_array_equal(weighed.inputs.node_weight.numpy(), work_shares(graph))
-    unpruned = make_example("g", graph, prune=False, compress=True, node_work=True)
-    torch.testing.assert_close(unpruned.inputs.node_weight, weighed.inputs.node_weight)
     moved = weighed.inputs.to("meta")
     assert moved.node_weight is not None and moved.node_weight.shape == weighed.inputs.node_weight.shape
+
+
+@needs_realdata(LAYOUT_PROTO)
+@pytest.mark.parametrize("pruning", ["khop:1", "configurable"])
+def test_the_shares_are_the_unpruned_graph_s_whatever_the_pruning_drops(pruning):
+    """A pruning that drops a node's operands would change its traffic: the shares are read before it,
+    in the order of the configurable nodes the pruned graph keeps."""
+    [(_, graph)] = featurize_file(LAYOUT_PROTO)
+    transform = parse_pruning(pruning)
+    assert transform is not None
+    pruned = transform.prune(graph).graph
+    assert not np.allclose(work_shares(pruned), work_shares(graph))  # this pruning would change them
+    example = make_example("g", graph, prune=True, compress=True, transform=transform, node_work=True)
+    assert example.inputs.node_weight.shape == example.inputs.config_node_ids.shape
+    np.testing.assert_array_equal(example.inputs.node_weight.numpy(), work_shares(graph))
+
+
+def test_a_graph_read_through_the_processed_cache_gets_the_same_shares(tmp_path):
+    graph = layout_graph(num_configs=40, seed=5)
+    save_graph(graph, tmp_path / "g.npz")
+    cached = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
+    example = make_example("g", cached, prune=True, compress=True, node_work=True)
+    np.testing.assert_array_equal(example.inputs.node_weight.numpy(), work_shares(graph))
 
 
 def _model(work_pooling: bool) -> LayoutRanker:
@@ -125,6 +159,8 @@ def test_a_fitted_model_saves_and_loads_its_pooling(tiny_competition, tmp_path):
 
 
 def test_a_model_saved_before_the_setting_loads_without_it(tiny_competition, tmp_path):
+    """(The class default is off too; the saved file's missing setting must still read as off if the
+    default changes: ``ADDED_SETTINGS``.)"""
     public = tiny_competition / "public"
     ranker = GNNRanker(**FAST, work_pooling=False)
     ranker.fit(DEFAULT, SplitSource(public, DEFAULT, "train"), SplitSource(public, DEFAULT, "valid"),

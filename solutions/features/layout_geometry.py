@@ -156,10 +156,11 @@ def matrix_terms(graph: LayoutGraph, kind: np.ndarray, elements: np.ndarray) -> 
 
 
 def configurable_work(graph: LayoutGraph) -> np.ndarray:
-    """(nc,) float64 each configurable node's roofline time at its unpadded size, in multiply-add times
-    (the heuristic's ``LayoutGeometry.cost`` with no padding and every reshape a copy): a convolution or
-    dot the longer of its matrix work and its memory traffic, any other node its memory traffic (its
-    output written, its operands read). Node arrays only: no config is read."""
+    """(nc,) float64 each configurable node's roofline time at its unpadded size, in multiply-add times:
+    a convolution or dot the longer of its matrix work and its memory traffic, any other node its memory
+    traffic (its output written, every operand read). Close to the heuristic's ``LayoutGeometry.cost``
+    with no padding and every reshape a copy (which charges another node its output alone and a reshape
+    the operand of its input's rank). Node arrays only: no config is read."""
     ids = np.asarray(graph.node_config_ids, dtype=np.int64)
     _, elements, _ = node_shapes(graph.node_feat)
     kind = configurable_kinds(graph)

@@ -384,7 +384,9 @@ def tile_example(row_id: str, graph: TileGraph, *, compress: bool, geometry: boo
 def work_shares(graph: LayoutGraph) -> np.ndarray:
     """(nc,) float32 each configurable node's share of the graph's roofline time
     (``solutions.features.layout_geometry.configurable_work``; summing to 1, even shares when no size is
-    known): what ``work_pooling`` weighs the nodes by. Read from the node arrays, the same pruned or not."""
+    known): what ``work_pooling`` weighs the nodes by. Read from the node arrays of the *unpruned* graph
+    (``make_example`` passes it): a pruning that drops operands (``khop:K``, ``configurable``, ``merged``)
+    would change a node's traffic."""
     work = configurable_work(graph)
     total = work.sum()
     share = work / total if total > 0 else np.full(work.size, 1.0 / max(work.size, 1))

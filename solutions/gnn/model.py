@@ -205,6 +205,9 @@ class LayoutRanker(nn.Module):
         engineered_features: columns of each config's engineered features (0: none). An MLP of them
             (``LayoutExample.engineered``: z-scores within the graph) is added to the config's pooled
             state, before attention and the head.
+        heuristic_prior: added times the configs' heuristic_log_cost z-scores to their scores (``prior``).
+        work_pooling: intermediate fusion: the pooled mean weighs each configurable node by its share of
+            the graph's roofline time (``work_pool``; the inputs then carry ``node_weight``).
 
     Shapes (forward): ``LayoutInputs`` of a graph with n nodes and nc configurable nodes, digits
     (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``), engineered (B, engineered_features) float32 or
@@ -242,6 +245,8 @@ class LayoutRanker(nn.Module):
         if heuristic_prior and engineered_features != ENGINEERED_LAYOUT_COLUMNS:
             raise ValueError("heuristic_prior reads the engineered heuristic_log_cost column")
         self.heuristic_prior = float(heuristic_prior)
+        if work_pooling and fusion != "intermediate":
+            raise ValueError("work_pooling weighs the configurable nodes that intermediate fusion pools")
         self.work_pooling = work_pooling
 
     @classmethod
@@ -328,8 +333,9 @@ class LayoutRanker(nn.Module):
 
     def pool_configs(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
                      dedup_rows: bool = True, engineered: torch.Tensor | None = None) -> torch.Tensor:
-        """Each config's pooled ``[mean, max]`` state (with its engineered features added, when the
-        model reads them): ``encode_nodes``'s (n, h), (B, nc, 18), (B, F) -> (B, 2h)."""
+        """Each config's pooled ``[mean, max]`` state (the mean weighed by work with ``work_pooling``; its
+        engineered features added, when the model reads them): ``encode_nodes``'s (n, h), (B, nc, 18),
+        (B, F) -> (B, 2h)."""
         if self.fusion == "early":
             pooled = mean_max_pool(self.propagate(inputs, node_state, digits, dedup_rows=dedup_rows), dim=1)
         elif not digits.shape[1]:  # no configurable node: every config is the same graph

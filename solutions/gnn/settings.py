@@ -62,11 +62,12 @@ class GNNConfig:
                                "group's first node")
     engineered_features: bool = setting(True, "layout: also read each config's engineered layout features "
                                         "(the gbdt's) as z-scores within its graph (model.py)")
-    # Off: it helps a model trained on the embedded competition rank real default searches, but costs
-    # within real graphs and at full size, at twice the training (docs/gnn.md).
+    # Off: measured, a candidate default for layout:xla:default within the spread so far (docs/gnn.md).
     work_pooling: bool = setting(False, "layout, intermediate fusion: average the configurable nodes' states "
                                  "weighted by each node's share of the graph's roofline time, not evenly "
                                  "(model.py)")
+    # Off: it helps a model trained on the embedded competition rank real default searches, but costs
+    # within real graphs and at full size, at twice the training (docs/gnn.md).
     learn_from_random_search: bool = setting(False, "layout, default search: also train on the random "
                                              "search's train graphs of the same source "
                                              "(solutions.method.with_random_search; docs/gnn.md)")
