@@ -62,7 +62,8 @@ class GNNConfig:
                                "group's first node")
     engineered_features: bool = setting(True, "layout: also read each config's engineered layout features "
                                         "(the gbdt's) as z-scores within its graph (model.py)")
-    # Off: measured, a candidate default for layout:xla:default within the spread so far (docs/gnn.md).
+    # Off: it helps small's xla default searches, and the real graphs not beyond the spread between
+    # competitions (docs/gnn.md).
     work_pooling: bool = setting(False, "layout, intermediate fusion: average the configurable nodes' states "
                                  "weighted by each node's share of the graph's roofline time, not evenly "
                                  "(model.py)")
