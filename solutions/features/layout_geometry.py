@@ -135,15 +135,22 @@ def configurable_kinds(graph: LayoutGraph) -> np.ndarray:
     return np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
 
 
+def operand_spans(graph: LayoutGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each configurable node's operands lie among the edges: ``(producers, starts, stops)``, node
+    ``j``'s operands being ``producers[starts[j]:stops[j]]`` (the released edges are sorted by consumer)."""
+    ids = np.asarray(graph.node_config_ids, dtype=np.int64)
+    consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
+    return (producers, np.searchsorted(consumers, ids, side="left"),
+            np.searchsorted(consumers, ids, side="right"))
+
+
 def matrix_terms(graph: LayoutGraph, kind: np.ndarray, elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per configurable node (nc,): the multiply-adds of a convolution or dot and the elements of its two
     operands, 0 for other nodes and where no operand is found (``LayoutContext.mxu_work``,
     ``operand_elements``). Read from the node arrays and edges only; ``elements``: every node's (n,)."""
     ids = np.asarray(graph.node_config_ids, dtype=np.int64)
     mxu_work, operand_elements = np.zeros(ids.size), np.zeros(ids.size)
-    consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
-    starts = np.searchsorted(consumers, ids, side="left")
-    stops = np.searchsorted(consumers, ids, side="right")
+    producers, starts, stops = operand_spans(graph)
     for j in np.flatnonzero(np.isin(kind, MXU_KINDS) & (stops > starts)):
         operands = producers[starts[j]:stops[j]]
         # Two operands; the released edges are deduplicated, so x . x shows one producer. The work is
@@ -165,9 +172,7 @@ def configurable_work(graph: LayoutGraph) -> np.ndarray:
     _, elements, _ = node_shapes(graph.node_feat)
     kind = configurable_kinds(graph)
     mxu_work, operand_elements = matrix_terms(graph, kind, elements)
-    consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
-    starts = np.searchsorted(consumers, ids, side="left")
-    stops = np.searchsorted(consumers, ids, side="right")
+    producers, starts, stops = operand_spans(graph)
     read = np.array([elements[producers[a:b]].sum() for a, b in zip(starts, stops, strict=True)])
     read = np.where(np.isin(kind, MXU_KINDS), operand_elements, read)
     return np.maximum(mxu_work, MACS_PER_ELEMENT * (elements[ids] + read))
@@ -217,10 +222,8 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     kind = configurable_kinds(graph)
     mxu_work, operand_elements = matrix_terms(graph, kind, elements)
 
-    edges = graph.edge_index
-    consumers, producers = edges[:, 0], edges[:, 1]
-    starts = np.searchsorted(consumers, ids, side="left")
-    stops = np.searchsorted(consumers, ids, side="right")
+    consumers = graph.edge_index[:, 0]
+    producers, starts, stops = operand_spans(graph)
     for j in range(nc):
         operands = list(producers[starts[j] : stops[j]])
         used: set[int] = set()
