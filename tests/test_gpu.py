@@ -55,6 +55,20 @@ def test_trained_on_the_gpu_ranks_the_same_on_the_cpu(tiny_competition, tmp_path
             assert kendalltau(gpu_scores, cpu_scores).statistic > 0.99
 
 
+def test_work_pooling_trains_on_the_gpu_and_ranks_the_same_on_the_cpu(tiny_competition, tmp_path):
+    # the shares travel with the example's inputs (LayoutInputs.to); a share left on the CPU fails the fit
+    ranker = fit(tiny_competition, LAYOUT, {"work_pooling": True}, device="cuda")
+    assert ranker.model.work_pooling and next(ranker.model.parameters()).device.type == "cuda"
+    ranker.save(tmp_path / "model")
+    on_cpu = GNNRanker.load(tmp_path / "model")
+    assert on_cpu.model.work_pooling
+    for _, graph in iter_split(tiny_competition / "public", LAYOUT, "test"):
+        gpu_scores, cpu_scores = ranker.predict(LAYOUT, graph), on_cpu.predict(LAYOUT, graph)
+        np.testing.assert_allclose(gpu_scores, cpu_scores, rtol=1e-3, atol=1e-3 * np.ptp(cpu_scores) + 1e-6)
+        if np.ptp(cpu_scores) > 0:
+            assert kendalltau(gpu_scores, cpu_scores).statistic > 0.99
+
+
 def test_a_cpu_model_moved_to_the_gpu_predicts_the_same(tiny_competition, tmp_path):
     ranker = fit(tiny_competition, LAYOUT, {"engineered_features": True})
     ranker.save(tmp_path / "model")
