@@ -271,25 +271,29 @@ def test_feature_settings_refuse_another_version():
         FeatureSettings.from_json({"task": "tile", "center_per_graph": True, "version": -1})
 
 
-# Feature versions 2 and 3 changed layout features only: a tile model of any version computes the same
-# columns and loads (as the current version); a layout model loads only from version 3 on.
+# Feature versions 2 to 4 changed layout features only: a tile model of any version computes the same
+# columns and loads (as the current version); a layout model loads only from version 4 on.
 @pytest.mark.parametrize(("task", "version", "loads"), [
-    ("tile", 1, True), ("tile", 2, True), ("tile", 3, True),
-    ("layout", 1, False), ("layout", 2, False), ("layout", 3, True),
-    ("tile", 4, False), ("layout", 4, False),  # saved by a newer kit
-    ("tile", "3", False), ("tile", True, False), ("tile", None, False), ("layout", 3.0, False),
+    ("tile", 1, True), ("tile", 2, True), ("tile", 3, True), ("tile", 4, True),
+    ("layout", 1, False), ("layout", 2, False), ("layout", 3, False), ("layout", 4, True),
+    ("tile", 5, False), ("layout", 5, False),  # saved by a newer kit
+    ("tile", "4", False), ("tile", True, False), ("tile", None, False), ("layout", 4.0, False),
 ])
 def test_feature_settings_load_the_versions_whose_features_are_unchanged(task, version, loads):
     saved = {"task": task, "center_per_graph": True, "version": version}
     if loads:
         assert FeatureSettings.from_json(saved) == FeatureSettings(task=task, center_per_graph=True)
     else:
-        # a layout model older than version 3 also hears what changed since (tile's newer versions: nothing)
-        changed = r" \(.*version 3: heuristic_log_cost follows the heuristic's layout rule 3.*\)" if (
-            task == "layout" and version in (1, 2)) else ""
+        # an older layout model also hears what changed since (tile's newer versions: nothing)
+        changed = ""
+        if task == "layout" and version in (1, 2, 3):
+            changed = r" \(.*version 4: the input and kernel features of a node whose configs set .*\)"
+        if task == "layout" and version in (1, 2):
+            changed = (r" \(.*version 3: heuristic_log_cost follows the heuristic's layout rule 3, .*; "
+                       r"version 4: .*\)")
         shown = re.escape(str(version))
         with pytest.raises(ValueError, match=f"saved features are version {shown}, this code computes "
-                                             f"version 3{changed}; retrain the model"):
+                                             f"version 4{changed}; retrain the model"):
             FeatureSettings.from_json(saved)
 
 

@@ -201,9 +201,10 @@ def test_max_train_configs_is_checked():
      r"computes differently \(version \d+; column 3: 'renamed' saved, '\w+' now\); retrain the model"),
     (lambda meta: meta["engineered_columns"]["names"].pop(),
      rf"{ENGINEERED_LAYOUT_COLUMNS - 1} columns saved, {ENGINEERED_LAYOUT_COLUMNS} now"),
-    (lambda meta: meta["engineered_columns"].update(version=2),
-     r"\(version 2\) that this kit computes differently \(version 3; version 3: heuristic_log_cost follows "
-     r"the heuristic's layout rule 3, a roofline\); retrain the model"),
+    (lambda meta: meta["engineered_columns"].update(version=3),
+     r"\(version 3\) that this kit computes differently \(version 4; version 4: the input and kernel "
+     r"features of a node whose configs set fewer slots than its operands' rank \(a 4-D or 5-D "
+     r"convolution\) read those operands instead of none\); retrain the model"),
 ], ids=["missing", "renamed", "fewer", "version"])
 def test_a_model_whose_engineered_columns_differ_is_refused(tiny_competition, tmp_path, edit, message):
     public = tiny_competition / "public"

@@ -534,13 +534,13 @@ def test_the_selection_note_is_one_sentence_under_the_table_only_when_the_fallba
 
 
 def test_predict_only_loads_a_tile_gbdt_model_of_an_older_feature_version(tiny_competition, tmp_path):
-    # Feature versions 2 and 3 changed layout columns only: a tile model saved before them still predicts,
+    # Feature versions 2 to 4 changed layout columns only: a tile model saved before them still predicts,
     # the same as when it was saved; the layout model of the same run refuses (the test below).
     models = tmp_path / "sub.models"
     solve(public(tiny_competition), "gbdt", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
     [settings] = models.glob("*/settings.json")
-    assert '"version": 3' in settings.read_text()
-    settings.write_text(settings.read_text().replace('"version": 3', '"version": 1'))
+    assert '"version": 4' in settings.read_text()
+    settings.write_text(settings.read_text().replace('"version": 4', '"version": 1'))
     solve(public(tiny_competition), "gbdt", tmp_path / "out.csv", collections=["tile:xla"], options=QUIET,
           model_dir=models, predict_only=True)
     assert (tmp_path / "out.csv").read_text() == (tmp_path / "sub.csv").read_text()
@@ -589,9 +589,11 @@ def _stale(models: Path, name: str, old: str, new: str) -> None:
      r"heuristic\.json: saved heuristic rule version 2, this code has 3 \(rule 3 changed the layout rule "
      r"to a roofline, the longer of the padded matrix work and the memory traffic\); run without "
      r"--predict-only"),
-    ("gbdt", lambda m: _stale(m, "settings.json", '"version": 3', '"version": 2'),
-     r"settings\.json: saved features are version 2, this code computes version 3 \(version 3: "
-     r"heuristic_log_cost follows the heuristic's layout rule 3, a roofline\); retrain the model"),
+    ("gbdt", lambda m: _stale(m, "settings.json", '"version": 4', '"version": 2'),
+     r"settings\.json: saved features are version 2, this code computes version 4 \(version 3: "
+     r"heuristic_log_cost follows the heuristic's layout rule 3, a roofline; version 4: the input and "
+     r"kernel features of a node whose configs set fewer slots than its operands' rank \(a 4-D or 5-D "
+     r"convolution\) read those operands instead of none\); retrain the model"),
     ("gbdt", lambda m: _stale(m, "settings.json", '"feature_names": [', '"feature_names": ["gone", '),
      r"settings\.json: the saved feature names differ from this code's; retrain the model"),
 ], ids=["heuristic-rule", "gbdt-feature-version", "gbdt-feature-names"])

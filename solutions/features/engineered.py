@@ -25,14 +25,16 @@ from solutions.features.tile import tile_feature_names, tile_features
 from solutions.versions import VersionLog
 
 FEATURE_LIMIT = 1e30  # features are clipped to +-this before the float32 cast
-FEATURE_VERSION = 3  # bump when a feature's definition changes (and say what in FEATURES)
+FEATURE_VERSION = 4  # bump when a feature's definition changes (and say what in FEATURES)
 # What each version changed, and in which task's features: a model saved before a change to its task's
 # features refuses to load, naming the change; one whose task's features did not change loads (versions
-# 2 and 3 changed layout features only, so a tile model saved by any version still loads: retraining
+# 2 to 4 changed layout features only, so a tile model saved by any version still loads: retraining
 # one takes minutes for nothing).
 FEATURES = VersionLog(FEATURE_VERSION, {
     2: ("layout", "heuristic_log_cost follows the heuristic's layout rule 2"),
     3: ("layout", "heuristic_log_cost follows the heuristic's layout rule 3, a roofline"),
+    4: ("layout", "the input and kernel features of a node whose configs set fewer slots than its "
+                  "operands' rank (a 4-D or 5-D convolution) read those operands instead of none"),
 }, tasks=("tile", "layout"))
 
 

@@ -189,10 +189,14 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
 
     Operands are found through the edges (``[consumer, producer]``). The released edges are sorted
     and deduplicated, so operand order is lost: the input vector is matched to the first producer
-    whose rank equals the vector's rank, the kernel vector to the next one (the same one when there
-    is only one). A producer that is itself configurable is linked by index, so its chosen output
-    layout is compared per config; otherwise its ``node_feat`` layout is what the vector should match.
-    Links through several plain nodes were tried and dropped (BENCHMARKS.md, gbdt: design choices).
+    that can hold it, the kernel vector to the next one (the same one when there is only one). A
+    producer holds a vector whose rank (slots it sets) equals its own rank; failing that, one whose
+    rank is larger and takes every dimension the vector names (``_holds``): the real releases set
+    only the two minor-most slots of a 4-D or 5-D convolution's tensors, whose operands a rank match
+    alone never found. A producer that is itself configurable is linked by index, so its chosen
+    output layout is compared per config; otherwise its ``node_feat`` layout is what the vector
+    should match. Links through several plain nodes were tried and dropped (BENCHMARKS.md, gbdt:
+    design choices).
     """
     feat = graph.node_config_feat
     ids = graph.node_config_ids.astype(np.int64)
@@ -204,11 +208,13 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
 
     # One pass over the configs (a memory-mapped cached graph is read once): vector ranks and row codes.
     rank = np.zeros((nc, 3), dtype=np.int64)
+    top = np.full((nc, 3), -1, dtype=np.int64)  # the largest dimension a vector names in any config
     codes = np.empty(feat.shape[:2], dtype=np.int64)
     for part in config_chunks(*feat.shape[:2]):
         chunk = feat[part]
         vectors = chunk.reshape(part.stop - part.start, nc, 3, MAX_DIMS)
         rank = np.maximum(rank, (vectors != -1).sum(axis=-1).max(axis=0, initial=0))
+        top = np.maximum(top, vectors.max(axis=(0, 3), initial=-1).astype(np.int64))
         codes[part] = pack_layout_vector_codes(chunk)
 
     tensor_dims = np.zeros((nc, 3, MAX_DIMS))
@@ -231,7 +237,7 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
             r = rank[j, vector]
             if r == 0:
                 continue
-            matching = [v for v in operands if node_rank[v] == r]
+            matching = _holds(operands, node_rank, r, top[j, vector])
             if not matching:
                 continue
             fresh = [v for v in matching if v not in used]
@@ -243,7 +249,8 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
             if config_index[v] < 0:  # a plain operand: is a configurable node of the same rank behind it?
                 lo, hi = np.searchsorted(consumers, v, "left"), np.searchsorted(consumers, v, "right")
                 behind = producers[lo:hi]
-                found = [int(config_index[u]) for u in behind if config_index[u] >= 0 and node_rank[u] == r]
+                found = [int(config_index[u]) for u in _holds(behind, node_rank, r, top[j, vector])
+                         if config_index[u] >= 0]
                 two_hop[j, vector] = found[0] if found else -1
 
     # Consumers of each configurable node: producers column equals its id (edges sorted by consumer only).
@@ -265,6 +272,16 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
         two_hop=two_hop, config_repeats=_repeats(codes) if with_repeats else None,
         reshape_groups=groups, mxu_work=mxu_work, operand_elements=operand_elements,
     )
+
+
+def _holds(candidates, node_rank: np.ndarray, slots: int, top: int) -> list[int]:
+    """The candidates that can hold a layout vector setting ``slots`` slots, naming dimensions up to
+    ``top``: those of rank ``slots`` if any; else those of a larger rank that has dimension ``top``
+    (a vector setting only the minor-most slots of a higher-rank tensor), in the given order."""
+    exact = [int(v) for v in candidates if node_rank[v] == slots > top]
+    if exact:
+        return exact
+    return [int(v) for v in candidates if node_rank[v] > max(slots, top)]
 
 
 def _repeats(codes: np.ndarray) -> np.ndarray:
