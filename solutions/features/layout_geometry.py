@@ -6,6 +6,7 @@ heuristic's estimate)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -274,14 +275,14 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     )
 
 
-def _holds(candidates, node_rank: np.ndarray, slots: int, top: int) -> list[int]:
-    """The candidates that can hold a layout vector setting ``slots`` slots, naming dimensions up to
-    ``top``: those of rank ``slots`` if any; else those of a larger rank that has dimension ``top``
-    (a vector setting only the minor-most slots of a higher-rank tensor), in the given order."""
-    exact = [int(v) for v in candidates if node_rank[v] == slots > top]
-    if exact:
-        return exact
-    return [int(v) for v in candidates if node_rank[v] > max(slots, top)]
+def _holds(candidates: Iterable[int], node_rank: np.ndarray, slots: int, top: int) -> list[int]:
+    """The candidates (node ids, in the given order) that can hold a layout vector setting ``slots``
+    slots and naming dimensions up to ``top``: those whose rank is ``slots``, if any; else those of a
+    larger rank (a vector setting only the minor-most slots of a higher-rank tensor). Either way the
+    tensor must have dimension ``top``."""
+    holds_top = [int(v) for v in candidates if node_rank[v] > top]
+    exact = [v for v in holds_top if node_rank[v] == slots]
+    return exact if exact else [v for v in holds_top if node_rank[v] > slots]
 
 
 def _repeats(codes: np.ndarray) -> np.ndarray:
