@@ -132,8 +132,9 @@ def test_smoke_run_on_the_shipped_proto_and_the_tiny_competition(tiny_competitio
     results = json.loads(out.read_text())
     [proto] = results["real"]
     assert proto["configs"] == 112 and proto["r2"] > 0.99  # the proto's runtimes are additive (docs)
-    # the former rule's charge for disagreement between neighbours ranked it worse (solutions.heuristics)
-    assert proto["heuristic"] > proto["rule_1"] + 0.2, proto
+    # the former rule's charge for disagreement between neighbours ranked it worse (solutions.heuristics);
+    # by 0.26 + 0.12 while the convolutions' operands were not found, by 0.11 since (feature version 4)
+    assert proto["heuristic"] > proto["rule_1"] + 0.1, proto
     assert proto["heuristic"] >= proto["rule_2"], proto
     # 22 pairs of repeated measurements give its noise; 41 % of its pairs lie beyond it
     assert proto["noise"] == pytest.approx(3.0e-5, rel=0.05)
@@ -157,7 +158,7 @@ def test_the_real_graphs_at_hand_are_additive_except_unet3d_and_ties_bound_their
     # for disagreement between neighbours, and at least as well as rule 2, which weighed padding by
     # elements rather than by the matrix work behind it; on the random search, clearly better
     for row in (unet_default, unet_random, unet3d):
-        assert row.heuristic > row.rule_1 + 0.2, row
+        assert row.heuristic > row.rule_1 + 0.1, row  # 0.11-0.57 (feature version 4; BENCHMARKS.md)
         assert row.heuristic >= row.rule_2 - 0.005, row
     assert unet_random.heuristic > unet_random.rule_2 + 0.1 and unet_random.heuristic > 0.7, unet_random
     # beyond each graph's measurement noise the additive model ranks the U-Nets' searches almost
