@@ -20,7 +20,8 @@ TESTS=${TESTS:-tests/test_gpu.py tests/test_accel.py}
 TIME=""; [ -x /usr/bin/time ] && TIME="/usr/bin/time -v"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 mkdir -p "$OUT"
-tp() { python3 -c "import sys; from competition.cli import main; sys.argv[0] = 'tpugraphs'; sys.exit(main())" "$@"; }
+# the kit's command line from the checkout, runnable under timeout (a shell function is not)
+TPUGRAPHS=(python3 -c "import sys; from competition.cli import main; sys.argv[0] = 'tpugraphs'; sys.exit(main())")
 
 nvidia-smi -L
 python3 -c "import torch, torch_geometric as g; print('torch', torch.__version__, 'pyg', g.__version__,
@@ -28,8 +29,7 @@ torch.cuda.get_device_name())"
 
 workers=$(( $(nproc) > 3 ? $(nproc) - 2 : 1 ))
 start=$(date +%s)
-( timeout 270 $TIME python3 -c "import sys; from competition.cli import main; sys.argv[0] = 'tpugraphs'; sys.exit(main())" \
-    synth "$DATA" --scale "$SCALE" --workers "$workers" --force >"$OUT/synth.log" 2>&1
+( timeout 270 $TIME "${TPUGRAPHS[@]}" synth "$DATA" --scale "$SCALE" --workers "$workers" --force >"$OUT/synth.log" 2>&1
   echo "synth exit $? after $(( $(date +%s) - start )) s" >>"$OUT/synth.log" ) &
 generation=$!
 
@@ -42,12 +42,11 @@ tail -2 "$OUT/synth.log"
 
 run() {  # device, cpu core
     local pin=""; command -v taskset >/dev/null && pin="taskset -c $2"
-    timeout $(( BUDGET + 180 )) $pin $TIME python3 -c \
-        "import sys; from competition.cli import main; sys.argv[0] = 'tpugraphs'; sys.exit(main())" \
-        solve --data "$DATA/public" --method gnn --collection "$COLLECTION" --device "$1" \
-        --time-budget "$BUDGET" --seed 0 --out "$OUT/$1.csv" --json "$OUT/$1.json" --quiet >"$OUT/$1.log" 2>&1
+    timeout $(( BUDGET + 180 )) $pin $TIME "${TPUGRAPHS[@]}" solve --data "$DATA/public" --method gnn \
+        --collection "$COLLECTION" --device "$1" --time-budget "$BUDGET" --seed 0 --out "$OUT/$1.csv" \
+        --json "$OUT/$1.json" --quiet >"$OUT/$1.log" 2>&1
     echo "solve on $1 exit $?" >>"$OUT/$1.log"
-    tp score "$OUT/$1.csv" --solution "$DATA/private/solution.csv" --collection "$COLLECTION" \
+    "${TPUGRAPHS[@]}" score "$OUT/$1.csv" --solution "$DATA/private/solution.csv" --collection "$COLLECTION" \
         >>"$OUT/$1.log" 2>&1
 }
 run cuda 0 & run cpu 1 & wait

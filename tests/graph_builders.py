@@ -33,6 +33,12 @@ def node_features(shapes: list[list[int]], *, f32: bool = False) -> np.ndarray:
     return feat
 
 
+def layout_row(output: list[int], operand: list[int], kernel: list[int]) -> list[int]:
+    """One configurable node's 18 config values: each vector's given slots, the rest unset (-1)."""
+    return [*output, *[-1] * (6 - len(output)), *operand, *[-1] * (6 - len(operand)),
+            *kernel, *[-1] * (6 - len(kernel))]
+
+
 def layout_graph_from_edges(
     num_nodes: int,
     edges: Sequence[tuple[int, int]] | np.ndarray,

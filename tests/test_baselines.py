@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graph_builders import node_features
+from graph_builders import layout_row, node_features
 
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS
 from competition.data.graphs import LayoutGraph, TileGraph, iter_split
@@ -71,10 +71,6 @@ def reshape_graph(configs: np.ndarray) -> LayoutGraph:
         node_config_ids=np.array([1], np.int64),
         node_splits=np.array([[0]], np.int64),
     )
-
-
-def _layout_row(output: list[int], operand: list[int], kernel: list[int]) -> list[int]:
-    return [*output, -1, -1, -1, -1, *operand, -1, -1, -1, -1, *kernel, -1, -1, -1, -1]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -150,8 +146,8 @@ def test_layout_rule_charges_a_memory_bound_dots_padded_output():
     """A (100, 3) x (3, 256) dot does 76,800 multiply-adds and moves 27,000+ elements: memory-bound, so
     it costs its padded output written plus its operands read, at the roofline's MACs per element."""
     configs = np.array([
-        [_layout_row([1, 0], [1, 0], [1, 0])],  # minor 256 (no lane padding), second-minor 100 -> 104
-        [_layout_row([0, 1], [1, 0], [1, 0])],  # minor 100 -> 128 lanes: 28 % more
+        [layout_row([1, 0], [1, 0], [1, 0])],  # minor 256 (no lane padding), second-minor 100 -> 104
+        [layout_row([0, 1], [1, 0], [1, 0])],  # minor 100 -> 128 lanes: 28 % more
     ])
     cost = layout_cost(layout_graph(configs, out_shape=(100, 256)))
     operands = 100 * 3 + 3 * 256
@@ -163,8 +159,8 @@ def test_layout_rule_charges_a_compute_bound_dots_work_times_its_output_padding(
     """A (1000, 1024) x (1024, 1024) dot: 2^30 x 1000/1024 multiply-adds against ~3 million elements moved,
     so compute-bound; an output tile padded by 2.4 % makes the matrix unit do 2.4 % more work."""
     configs = np.array([
-        [_layout_row([1, 0], [1, 0], [1, 0])],  # minor 1024, second-minor 1000 (a multiple of 8): no padding
-        [_layout_row([0, 1], [1, 0], [1, 0])],  # minor 1000 -> 1024 lanes
+        [layout_row([1, 0], [1, 0], [1, 0])],  # minor 1024, second-minor 1000 (a multiple of 8): no padding
+        [layout_row([0, 1], [1, 0], [1, 0])],  # minor 1000 -> 1024 lanes
     ])
     cost = layout_cost(layout_graph(configs, out_shape=(1000, 1024), k=1024))
     work = 1000 * 1024 * 1024
@@ -174,7 +170,7 @@ def test_layout_rule_charges_a_compute_bound_dots_work_times_its_output_padding(
 def test_layout_rule_weighs_padding_by_the_work_behind_it():
     """Rule 3's point (BENCHMARKS.md, "The heuristic"): the same padded output costs more behind more
     matrix work. Rule 2 charged padded elements alone, so both dots below cost it the same."""
-    rows = np.array([[_layout_row([1, 0], [1, 0], [1, 0])], [_layout_row([0, 1], [1, 0], [1, 0])]])
+    rows = np.array([[layout_row([1, 0], [1, 0], [1, 0])], [layout_row([0, 1], [1, 0], [1, 0])]])
     shallow = np.diff(layout_cost(layout_graph(rows, out_shape=(1000, 1024), k=256)))[0]
     deep = np.diff(layout_cost(layout_graph(rows, out_shape=(1000, 1024), k=4096)))[0]
     assert deep > 10 * shallow > 0
@@ -184,9 +180,9 @@ def test_layout_rule_charges_neither_operand_settings_nor_disagreement():
     """A dot reads its operands as they arrive, and a layout that differs from its neighbour's costs
     nothing more (rule 1's x3 charge ranked every labelled real graph worse)."""
     configs = np.array([
-        [_layout_row([1, 0], [1, 0], [1, 0])],  # default layouts everywhere
-        [_layout_row([0, 1], [1, 0], [1, 0])],  # output minor dim 384 (3 x 128): no padding, disagrees
-        [_layout_row([1, 0], [0, 1], [0, 1])],  # operands disagree with their producers, minor dim 3
+        [layout_row([1, 0], [1, 0], [1, 0])],  # default layouts everywhere
+        [layout_row([0, 1], [1, 0], [1, 0])],  # output minor dim 384 (3 x 128): no padding, disagrees
+        [layout_row([1, 0], [0, 1], [0, 1])],  # operands disagree with their producers, minor dim 3
     ])
     cost = layout_cost(layout_graph(configs))
     assert cost[0] == cost[1] == cost[2] == MACS_PER_ELEMENT * (384 * 512 + 384 * 3 + 3 * 512)
@@ -207,7 +203,7 @@ def test_layout_rule_charges_a_reshape_only_when_it_copies(output, operand, elem
 
 
 def test_layout_rule_ignores_unset_vectors():
-    configs = np.array([[_layout_row([1, 0], [1, 0], [1, 0])], [[-1] * 18]])
+    configs = np.array([[layout_row([1, 0], [1, 0], [1, 0])], [[-1] * 18]])
     cost = layout_cost(layout_graph(configs))
     assert np.isfinite(cost).all() and cost[1] <= cost[0]
 

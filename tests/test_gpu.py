@@ -43,6 +43,19 @@ def test_trained_on_the_gpu_ranks_the_same_on_the_cpu(tiny_competition, tmp_path
     # layout:xla:random starts from the heuristic's order by default, read off the engineered rows on the GPU
     prior = 3.0 if engineered and collection is LAYOUT else 0.0
     assert getattr(ranker.model, "heuristic_prior", 0.0) == prior
+    ranks_the_same_on_the_cpu(ranker, collection, tiny_competition, tmp_path)
+
+
+def test_work_pooling_trains_on_the_gpu_and_ranks_the_same_on_the_cpu(tiny_competition, tmp_path):
+    # the shares travel with the example's inputs (LayoutInputs.to); a share left on the CPU fails the fit
+    ranker = fit(tiny_competition, LAYOUT, {"work_pooling": True}, device="cuda")
+    assert ranker.model.work_pooling and next(ranker.model.parameters()).device.type == "cuda"
+    assert ranks_the_same_on_the_cpu(ranker, LAYOUT, tiny_competition, tmp_path).model.work_pooling
+
+
+def ranks_the_same_on_the_cpu(ranker: GNNRanker, collection, tiny_competition, tmp_path) -> GNNRanker:
+    """Save a GPU-trained ranker, load it onto the CPU and check it ranks every test graph of ``tiny`` as
+    on the GPU; the loaded ranker."""
     ranker.save(tmp_path / "model")
     on_cpu = GNNRanker.load(tmp_path / "model")  # map_location cpu: a GPU model opens on a CPU-only machine
     assert next(on_cpu.model.parameters()).device.type == "cpu"
@@ -53,20 +66,7 @@ def test_trained_on_the_gpu_ranks_the_same_on_the_cpu(tiny_competition, tmp_path
         np.testing.assert_allclose(gpu_scores, cpu_scores, rtol=1e-3, atol=1e-3 * np.ptp(cpu_scores) + 1e-6)
         if np.ptp(cpu_scores) > 0:
             assert kendalltau(gpu_scores, cpu_scores).statistic > 0.99
-
-
-def test_work_pooling_trains_on_the_gpu_and_ranks_the_same_on_the_cpu(tiny_competition, tmp_path):
-    # the shares travel with the example's inputs (LayoutInputs.to); a share left on the CPU fails the fit
-    ranker = fit(tiny_competition, LAYOUT, {"work_pooling": True}, device="cuda")
-    assert ranker.model.work_pooling and next(ranker.model.parameters()).device.type == "cuda"
-    ranker.save(tmp_path / "model")
-    on_cpu = GNNRanker.load(tmp_path / "model")
-    assert on_cpu.model.work_pooling
-    for _, graph in iter_split(tiny_competition / "public", LAYOUT, "test"):
-        gpu_scores, cpu_scores = ranker.predict(LAYOUT, graph), on_cpu.predict(LAYOUT, graph)
-        np.testing.assert_allclose(gpu_scores, cpu_scores, rtol=1e-3, atol=1e-3 * np.ptp(cpu_scores) + 1e-6)
-        if np.ptp(cpu_scores) > 0:
-            assert kendalltau(gpu_scores, cpu_scores).statistic > 0.99
+    return on_cpu
 
 
 def test_a_cpu_model_moved_to_the_gpu_predicts_the_same(tiny_competition, tmp_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from graph_builders import node_features
+from graph_builders import layout_row, node_features
 from real_protos import KAGGLE_TREE, LAYOUT_PROTO, needs_kaggle_tree, needs_realdata
 
 from competition.data.graphs import LayoutGraph, load_graph
@@ -37,15 +37,11 @@ def conv_graph(rows: list[list[int]], shapes: list[list[int]]) -> LayoutGraph:
     )
 
 
-def two_slots(output: list[int], operand: list[int], kernel: list[int]) -> list[int]:
-    return [*output, -1, -1, -1, -1, *operand, -1, -1, -1, -1, *kernel, -1, -1, -1, -1]
-
-
 ACTIVATION, WEIGHTS, OUTPUT = [2, 16, 16, 16, 4], [3, 3, 3, 4, 8], [2, 16, 16, 16, 8]
 
 
 def test_a_5d_convolution_setting_two_slots_finds_both_operands():
-    graph = conv_graph([two_slots([4, 3], [4, 0], [3, 4]), two_slots([3, 4], [0, 4], [4, 3])],
+    graph = conv_graph([layout_row([4, 3], [4, 0], [3, 4]), layout_row([3, 4], [0, 4], [4, 3])],
                        [ACTIVATION, WEIGHTS, OUTPUT])
     context = layout_context(graph)
     assert context.rank[0].tolist() == [2, 2, 2]
@@ -68,7 +64,7 @@ def test_a_5d_convolution_setting_two_slots_finds_both_operands():
     ([[8, 4, 4], [5, 6, 7], [64, 32]], 0, 8 * 4 * 4),
 ])
 def test_an_operand_must_hold_every_dimension_the_vector_names(shapes, input_elements, kernel_elements):
-    rows = [two_slots([1, 0], [3, 0], [1, 0]), two_slots([0, 1], [0, 3], [0, 1])]
+    rows = [layout_row([1, 0], [3, 0], [1, 0]), layout_row([0, 1], [0, 3], [0, 1])]
     context = layout_context(conv_graph(rows, shapes))
     assert context.tensor_elements[0, 1] == input_elements
     assert context.tensor_elements[0, 2] == kernel_elements
