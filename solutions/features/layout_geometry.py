@@ -136,13 +136,15 @@ def configurable_kinds(graph: LayoutGraph) -> np.ndarray:
     return np.array([kind_of_opcode.get(int(op), -1) for op in graph.node_opcode[ids]], dtype=np.int64)
 
 
-def operand_spans(graph: LayoutGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where each configurable node's operands lie among the edges: ``(producers, starts, stops)``, node
-    ``j``'s operands being ``producers[starts[j]:stops[j]]`` (the released edges are sorted by consumer)."""
-    ids = np.asarray(graph.node_config_ids, dtype=np.int64)
+def operand_spans(graph: LayoutGraph,
+                  nodes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the operands of ``nodes`` (node ids; default the configurable nodes, in their order) lie
+    among the edges: ``(producers, starts, stops)``, the ``j``-th node's operands being
+    ``producers[starts[j]:stops[j]]`` (the released edges are sorted by consumer)."""
+    nodes = np.asarray(graph.node_config_ids if nodes is None else nodes, dtype=np.int64)
     consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
-    return (producers, np.searchsorted(consumers, ids, side="left"),
-            np.searchsorted(consumers, ids, side="right"))
+    return (producers, np.searchsorted(consumers, nodes, side="left"),
+            np.searchsorted(consumers, nodes, side="right"))
 
 
 def matrix_terms(graph: LayoutGraph, kind: np.ndarray, elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -229,10 +231,10 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     kind = configurable_kinds(graph)
     mxu_work, operand_elements = matrix_terms(graph, kind, elements)
 
-    consumers = graph.edge_index[:, 0]
-    producers, starts, stops = operand_spans(graph)
+    # Every node's operands: a configurable node's, and two hops away, those of its plain operands.
+    producers, starts, stops = operand_spans(graph, np.arange(graph.num_nodes))
     for j in range(nc):
-        operands = list(producers[starts[j] : stops[j]])
+        operands = list(producers[starts[ids[j]] : stops[ids[j]]])
         used: set[int] = set()
         for vector in (1, 2):
             r = rank[j, vector]
@@ -248,14 +250,13 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
             producer[j, vector] = config_index[v]
             expected[j, vector] = crop_layout(node_layout[v], np.int64(r))
             if config_index[v] < 0:  # a plain operand: is a configurable node of the same rank behind it?
-                lo, hi = np.searchsorted(consumers, v, "left"), np.searchsorted(consumers, v, "right")
-                behind = producers[lo:hi]
+                behind = producers[starts[v] : stops[v]]
                 found = [int(config_index[u]) for u in _holds(behind, node_rank, r, top[j, vector])
                          if config_index[u] >= 0]
                 two_hop[j, vector] = found[0] if found else -1
 
     # Consumers of each configurable node: producers column equals its id (edges sorted by consumer only).
-    consumer_is_plain = config_index[consumers] < 0
+    consumer_is_plain = config_index[graph.edge_index[:, 0]] < 0
     has_plain_consumer = np.zeros(nc, dtype=bool)
     linked = config_index[producers]
     has_plain_consumer[linked[(linked >= 0) & consumer_is_plain]] = True
