@@ -8,14 +8,17 @@ STAMP := $(VENV)/.installed-solutions
 TEST_STAMP := $(VENV)/.installed-dev
 DEMO_DIR ?= data/demo
 
-.PHONY: help install install-dev demo test lint bench bench-real accel clean
+.PHONY: help install install-dev demo test check coverage lint bench bench-real accel clean
 
 help:
 	@echo "make demo   create .venv, install the kit and its reference solutions, build the small embedded competition, solve, validate and score it"
-	@echo "make test   create .venv if needed and run every test (lint included)"
+	@echo "make test   create .venv if needed and run every test (lint included) in two processes; prints the ten slowest"
+	@echo "make check  lint plus the tests that train no model and start no server or browser: the edit loop"
+	@echo "make coverage  every test, with the line coverage of competition/, solutions/ and leaderboard/"
 	@echo "make bench  run the benchmarks and print their figures"
 	@echo "make bench-real  how every method ranks real TpuGraphs graphs (transfer from the embedded competition, within-graph, across real programs), how additive real and embedded runtimes are, and which settings each method charges"
-	@echo "make accel  optional: compile torch-scatter for the torch in .venv (cached; see README)"
+	@echo "make bench-peers  the official TpuGraphs baselines (TensorFlow + TF-GNN, in their own .venv-peers) beside the kit's methods on the same small competitions and real graphs, scored by the kit"
+	@echo "make accel  optional: compile torch-scatter for the torch in .venv (cached; docs/install.md, "torch-scatter")"
 
 $(BIN)/python:
 	$(PYTHON) -m venv --system-site-packages $(VENV)
@@ -53,9 +56,22 @@ demo: $(STAMP)
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 
-# pytest exits 5 when it collects nothing; that is not a failure of the kit.
+# The tests run in TEST_WORKERS processes (pytest-xdist; 0: in this one), a test file's tests in one of them
+# (--dist loadfile), so that a module's fixtures (a trained model, a server) are built once. pytest exits 5
+# when it collects nothing; that is not a failure of the kit. `make check` is the root conftest.py's
+# `pytest --check`: no training, no server, no browser.
+TEST_WORKERS ?= 2
+PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST = $(BIN)/python -m pytest $(PARALLEL)
+NOTHING_COLLECTED = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 test: $(TEST_STAMP) lint
-	$(BIN)/python -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+	$(PYTEST) --durations=10; $(NOTHING_COLLECTED)
+
+check: $(TEST_STAMP) lint
+	$(PYTEST) --check; $(NOTHING_COLLECTED)
+
+coverage: $(TEST_STAMP)
+	$(PYTEST) --cov=competition --cov=solutions --cov=leaderboard --cov-report=term; $(NOTHING_COLLECTED)
 
 bench: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.run_all
@@ -81,6 +97,15 @@ bench-real: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.bench_additivity --real $(REAL_DATA) $(ONLY_ARG)
 	$(BIN)/python -m benchmarks.bench_attribution --real $(REAL_DATA) $(ONLY_ARG)
 
+# Beside the official baselines: the upstream TpuGraphs programs (../shared/peers/tpu_graphs, TensorFlow +
+# TF-GNN in their own .venv-peers, built on first use from benchmarks/peers-requirements.txt) and the kit's
+# methods on the same small competitions and real graphs, scored by the kit; BENCHMARKS.md, "Beside the
+# official baselines". Options through BENCH_PEERS_ARGS, e.g. BENCH_PEERS_ARGS="--peer-epochs tile=10,layout=3".
+.PHONY: bench-peers
+BENCH_PEERS_ARGS ?=
+bench-peers: $(TEST_STAMP)
+	$(BIN)/python -m benchmarks.bench_peers --real $(REAL_DATA) $(BENCH_PEERS_ARGS)
+
 # Optional: torch-scatter compiled from source against the torch in $(VENV) (PyPI has no wheel for current
 # torch). The wheel is cached under the pip cache, keyed by torch, Python and torch-scatter versions, so a
 # second build only installs. Without a compiler, or when the build fails, it says so, exits non-zero and
@@ -90,7 +115,7 @@ accel: $(STAMP)
 	$(BIN)/python scripts/build_accel.py --version $(TORCH_SCATTER_VERSION)
 
 clean:
-	rm -rf $(VENV) data/demo .pytest_cache .ruff_cache
+	rm -rf $(VENV) data/demo .pytest_cache .ruff_cache .coverage
 
 # Execute the five notebooks in place on the small embedded competition (reusing data/demo when `make demo`
 # built it), so that they are committed with their outputs; `make test` checks they are not stale.

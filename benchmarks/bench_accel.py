@@ -26,8 +26,8 @@ Both paths must give the same values and gradients (to float32 rounding) or the 
 Timing: CPU time of this one-thread process, so other work on a shared machine inflates neither
 side; the two paths alternate, each round runs a case as many times as fill about 50 ms, and the
 figure is the median over ``--repeats`` rounds. There is no speed target: the figures decide whether
-``make accel`` is worth it (README). torch-scatter must be installed (``make accel``); ``make bench``
-skips this module otherwise.
+``make accel`` is worth it (docs/install.md, "torch-scatter"). torch-scatter must be installed
+(``make accel``); ``make bench`` skips this module otherwise.
 
 usage: python -m benchmarks.bench_accel [--competition data/demo] [--repeats 7] [--threads 1]
 """
@@ -56,6 +56,7 @@ from solutions import accel
 from solutions.gnn.data import LayoutExample, TileExample, layout_example, load_examples, tile_batch
 from solutions.gnn.model import LayoutRanker, TileRanker
 from solutions.gnn.train import GNNConfig, ranking_loss
+from solutions.pruning import OneHop
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUND_SECONDS = 0.05  # each timed round runs a case this long, at least once
@@ -281,16 +282,17 @@ def step_timings(label: str, step: Callable[[], torch.Tensor], model: torch.nn.M
 def small_competition_examples(competition: Path) -> tuple[list[TileExample], LayoutExample]:
     """The tile:xla training kernels, and the largest layout:xla:random training graph after pruning."""
     public = competition / "public"
-    tiles = load_examples(iter_split(public, get_collection("tile:xla"), "train"), prune=False, compress=True)
-    layouts = load_examples(iter_split(public, get_collection("layout:xla:random"), "train"), prune=True,
-                            compress=True)
+    tiles = load_examples(iter_split(public, get_collection("tile:xla"), "train"), transform=None,
+                          compress=True)
+    layouts = load_examples(iter_split(public, get_collection("layout:xla:random"), "train"),
+                            transform=OneHop(), compress=True)
     return tiles, max(layouts, key=lambda e: e.num_nodes)
 
 
 def realscale_example() -> LayoutExample:
     """The largest xla graph's size with 64 configs, pruned like the GNN prunes (OneHop)."""
     graph = xla_layout_graph(num_configs=64)
-    return layout_example("realscale", graph, prune=True, compress=False)
+    return layout_example("realscale", graph, transform=OneHop(), compress=False)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -327,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
-    hidden, batch = DEFAULTS.hidden, DEFAULTS.configs_per_graph
+    hidden, batch = DEFAULTS.hidden, DEFAULTS.layout_configs_per_graph
 
     tiles, small_layout = small_competition_examples(ensure_competition(args.competition, seed=0))
     rng = np.random.default_rng(0)

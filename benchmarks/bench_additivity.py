@@ -33,7 +33,8 @@ the other):
   output elements alone, and the copies) and of rule 1 (the padded size of every configured tensor,
   x3 for a tensor whose layout disagrees with what its neighbour provides or expects): whether
   weighing padding by the work behind it, and charging a disagreement between neighbours, help rank
-  the graph (docs/synthetic-data.md, "Version 5"; ``solutions.heuristics``).
+  the graph (docs/journal/2026-11-27-what-real-runtimes-teach.md, "Version 5: no charge between neighbours";
+  docs/journal/2026-11-26-heuristic-layout-rules-2-and-3.md; ``solutions.heuristics``).
 
 Graphs with fewer than 40 configs (``--min-configs``), or without two distinct settings, are left out:
 too few to split.
@@ -58,8 +59,8 @@ import numpy as np
 from benchmarks.bench_real import RealGraph, find_real_graphs, only_matching, real_data_parser
 from competition.collections import COLLECTIONS
 from competition.data.graphs import LayoutGraph, load_graph
+from competition.data.layout_description import FASTEST_TOLERANCE
 from competition.data.locate import embedded_competition
-from competition.data.synth.stats import FASTEST_TOLERANCE
 from competition.data.tree import split_dir
 from competition.metrics.layout import kendall_tau_score
 from competition.stats.noise import pairs_beyond_noise, taus_beyond_noise

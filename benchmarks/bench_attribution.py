@@ -18,7 +18,7 @@ truth leaves at zero and a method charges is something the embedded competition 
 runtimes do not show. ``corr`` is the correlation of all of a target's coefficients with the truth's.
 
 Results go to ``--out`` (JSON) and one Markdown table per graph on stdout (docs/synthetic-data.md, "What
-the learned methods charge, group by group").
+the learned methods charge").
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """What the gnn's engineered config features cost at the largest xla size (``engineered_features``).
 
 The graph: ``benchmarks.realscale.xla_layout_graph`` (43,615 nodes, 72,000 edges, 2,250 configurable
-nodes) with ``--configs`` distinct configs (default 8,192: twice the ``max_train_configs`` cap). Each
+nodes) with ``--configs`` distinct configs (default 8,192: twice the ``layout_max_train_configs`` cap). Each
 case builds the training example the gnn builds (``make_example``: OneHop pruning, deduplication),
 timed as the median of ``--repeats`` runs in this process:
 
 - ``without``: ``engineered_features=false`` (the example alone, the baseline of the ratios);
-- ``with, capped``: the default, a fixed sample of ``max_train_configs`` configs featurized;
-- ``with, every config``: ``max_train_configs=none``, every config featurized (what a graph to
+- ``with, capped``: the default, a fixed sample of ``layout_max_train_configs`` configs featurized;
+- ``with, every config``: ``layout_max_train_configs=none``, every config featurized (what a graph to
   predict pays: validation and test graphs keep every config).
 
 Reported: seconds, the ratio to ``without``, and the feature cost per featurized config. No target:
@@ -25,6 +25,7 @@ import time
 from benchmarks.realscale import xla_layout_graph
 from solutions.gnn.data import make_example
 from solutions.gnn.settings import GNNConfig
+from solutions.pruning import OneHop
 
 
 def _time(build, repeats: int) -> tuple[float, object]:
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", type=int, default=8192)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    cap = GNNConfig().max_train_configs
+    cap = GNNConfig().layout_max_train_configs
     graph = xla_layout_graph(num_configs=args.configs)
     print(f"graph: {graph.num_nodes:,} nodes, {graph.num_configurable_nodes:,} configurable, "
           f"{graph.num_configs:,} configs; median of {args.repeats}")
@@ -50,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
              "with, every config": dict(engineered=True)}
     rows, base = [], None
     for name, options in cases.items():
-        seconds, example = _time(lambda o=options: make_example("g", graph, prune=True, compress=True, **o),
-                                 args.repeats)
+        seconds, example = _time(lambda o=options: make_example("g", graph, transform=OneHop(), compress=True,
+                                                                **o), args.repeats)
         base = seconds if base is None else base
         featurized = example.num_configs if options["engineered"] else 0
         per_config = (seconds - base) / featurized * 1e3 if featurized else float("nan")

@@ -5,9 +5,10 @@ runs message passing once per config, on a (B, n, h) tensor; intermediate fusion
 (``fusion="intermediate"``) runs message passing once per graph and then touches only the nc
 configurable nodes of each config, so a step costs O(B nc) instead of O(B n) and can score many more
 configs (the 10th place scored ~1,000 configs per batch). Each is measured with and without
-cross-config attention (``config_attention``). Fusion, attention, loss and configs per step are passed
+cross-config attention (``config_attention``). Fusion, attention and configs per step are passed
 explicitly, so the figures do not depend on the gnn's defaults of the day; every model is the gnn's
-own (``GNNRanker._build``), hidden 32, 3 layers (``GNNConfig``'s defaults), built with a fixed seed.
+own (``GNNRanker._build``), hidden 32, 3 layers (``GNNConfig``'s defaults), trained with its loss (the
+pairwise hinge), built with a fixed seed.
 
 1. **Training step time on the pruned training graphs of one collection** (default
    layout:xla:random of the small embedded competition, loaded as the gnn loads them:
@@ -23,15 +24,15 @@ own (``GNNRanker._build``), hidden 32, 3 layers (``GNNConfig``'s defaults), buil
    (``benchmarks.measure``): the step's peak resident memory above what was resident before it
    (sampled every 2 ms, as ``bench_gst``; on CUDA ``max_memory_allocated``), and its time (the first
    step; with ``--big-repeats`` > 1 the median of further steps too). Early fusion at 1,000 configs
-   is not run: its step grows with the configs (3.2 GB at 32, ``bench_gst``), ~100 GB at 1,000.
+   is not run: its step's memory grows with the configs (BENCHMARKS.md, "gnn: fusion speed").
 3. **Prediction throughput**: ``predict_layout`` over every kept config of every training graph of
    (1), with ``GNNConfig.predict_batch_nodes`` rows per pass; configs per second (median of
    ``--repeats`` interleaved rounds). With attention, the peers are ``attention_context`` configs
    (the configs per step the model was trained with: 32 here, and 1,000 in one extra row).
 4. **One epoch of layout training** on (1) with ``solutions.gnn.train.train`` (one step per graph,
-   shuffled; no validation): the former default (early fusion, no attention, hinge loss, 32 configs)
-   against intermediate fusion with attention and ListMLE at 32 and at 1,000 configs per step; median
-   of ``--repeats`` interleaved epochs, each from a fresh model.
+   shuffled; no validation): the former default (early fusion, no attention, 32 configs) against
+   intermediate fusion with attention at 32 and at 1,000 configs per step; median of ``--repeats``
+   interleaved epochs, each from a fresh model.
 
 All on the CPU with 1 torch thread (the gnn's default ``num_threads``); when ``torch.cuda`` is
 available, (1), (3) and (4) are measured on the GPU too (and (2) with ``--big-device cuda``).
@@ -60,8 +61,10 @@ from competition.collections import get_collection
 from solutions.gnn.data import LayoutExample, make_example
 from solutions.gnn.model import LayoutRanker
 from solutions.gnn.ranker import GNNRanker
+from solutions.gnn.settings import DEFAULT_PRUNING
 from solutions.gnn.train import GNNConfig, _layout_step, predict_layout, train
 from solutions.method import SplitSource
+from solutions.pruning import parse_pruning
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 0
@@ -84,11 +87,11 @@ VARIANTS = (Variant("early", False), Variant("early", True), Variant("intermedia
 BASELINE = VARIANTS[0]
 
 
-def gnn_config(variant: Variant, configs: int, loss: str) -> GNNConfig:
-    """The gnn's settings with fusion, attention, loss and configs per step given (hidden 32, 3 layers;
+def gnn_config(variant: Variant, configs: int) -> GNNConfig:
+    """The gnn's settings with fusion, attention and configs per step given (hidden 32, 3 layers;
     without the engineered config features, so the figures compare with the ones measured before them)."""
-    return GNNConfig(fusion=variant.fusion, config_attention=variant.attention, loss=loss,
-                     configs_per_graph=configs, hidden=32, layers=3, engineered_features=False)
+    return GNNConfig(fusion=variant.fusion, config_attention=variant.attention,
+                     layout_configs_per_graph=configs, hidden=32, layers=3, engineered_features=False)
 
 
 def build_model(config: GNNConfig, collection: str, device: torch.device, seed: int = SEED) -> LayoutRanker:
@@ -101,7 +104,9 @@ def build_model(config: GNNConfig, collection: str, device: torch.device, seed: 
 def load_graphs(competition: Path, collection: str) -> list[LayoutExample]:
     """The training graphs of ``collection`` as the gnn loads them (default pruning, deduplicated configs)."""
     source = SplitSource(competition / "public", get_collection(collection), "train")
-    return [make_example(row_id, graph, prune=True, compress=True) for row_id, graph in source.graphs()]
+    transform = parse_pruning(DEFAULT_PRUNING)
+    return [make_example(row_id, graph, transform=transform, compress=True)
+            for row_id, graph in source.graphs()]
 
 
 def _sync(device: torch.device) -> None:
@@ -113,9 +118,8 @@ class Stepper:
     """One variant's model, optimizer and sampling stream: ``step(example)`` -> seconds of one training
     step."""
 
-    def __init__(self, variant: Variant, configs: int, loss: str, collection: str,
-                 device: torch.device) -> None:
-        self.config = gnn_config(variant, configs, loss)
+    def __init__(self, variant: Variant, configs: int, collection: str, device: torch.device) -> None:
+        self.config = gnn_config(variant, configs)
         self.model = build_model(self.config, collection, device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr,
                                            weight_decay=self.config.weight_decay)
@@ -126,7 +130,7 @@ class Stepper:
         self.model.train()
         _sync(self.device)
         started = time.perf_counter()
-        loss = _layout_step(self.model, example, self.config, self.rng, self.device, True)
+        loss = _layout_step(self.model, [(0, example)], self.config, self.rng, self.device, True)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -136,7 +140,7 @@ class Stepper:
 
 
 def step_times(examples: Sequence[LayoutExample], configs: int, *, variants: Sequence[Variant] = VARIANTS,
-               repeats: int = 3, loss: str = "listmle", collection: str = "layout:xla:random",
+               repeats: int = 3, collection: str = "layout:xla:random",
                device: torch.device | None = None) -> dict:
     """Mean over the graphs of each variant's median step time (s), at ``configs`` configs per step.
 
@@ -144,7 +148,7 @@ def step_times(examples: Sequence[LayoutExample], configs: int, *, variants: Seq
     One untimed warm-up step per variant first.
     """
     device = device or torch.device("cpu")
-    steppers = [Stepper(v, configs, loss, collection, device) for v in variants]
+    steppers = [Stepper(v, configs, collection, device) for v in variants]
     for stepper in steppers:
         stepper.step(examples[0])
     per_graph: dict[str, list[float]] = {v.label: [] for v in variants}
@@ -171,7 +175,7 @@ def prediction_throughput(examples: Sequence[LayoutExample], *, variants: Sequen
     total = sum(e.num_configs for e in examples)
     models, labels = [], []
     for variant, context in variants:
-        config = gnn_config(variant, context, "listmle")  # the context is the configs per step trained with
+        config = gnn_config(variant, context)  # the context is the configs per step trained with
         models.append((build_model(config, collection, device), config.predict_batch_nodes))
         labels.append(variant.label + (f" (context {context})" if variant.attention else ""))
     for model, batch_nodes in models:  # warm-up
@@ -188,10 +192,10 @@ def prediction_throughput(examples: Sequence[LayoutExample], *, variants: Sequen
     return {label: total / statistics.median(s) for label, s in zip(labels, seconds, strict=True)}
 
 
-EPOCH_SETTINGS = (  # (label, variant, loss, configs per step)
-    ("early, hinge, 32 configs (the former default)", Variant("early", False), "hinge", 32),
-    ("intermediate + attention, listmle, 32 configs", Variant("intermediate", True), "listmle", 32),
-    ("intermediate + attention, listmle, 1000 configs", Variant("intermediate", True), "listmle", 1000),
+EPOCH_SETTINGS = (  # (label, variant, configs per step)
+    ("early, 32 configs (the former default)", Variant("early", False), 32),
+    ("intermediate + attention, 32 configs", Variant("intermediate", True), 32),
+    ("intermediate + attention, 1000 configs", Variant("intermediate", True), 1000),
 )
 
 
@@ -203,8 +207,8 @@ def epoch_times(examples: Sequence[LayoutExample], *, repeats: int = 3, collecti
     for r in range(repeats):
         for k in range(len(settings)):
             i = (k + r) % len(settings)
-            _, variant, loss, configs = settings[i]
-            config = replace(gnn_config(variant, configs, loss), layout_epochs=1)
+            _, variant, configs = settings[i]
+            config = replace(gnn_config(variant, configs), layout_epochs=1)
             model = build_model(config, collection, device)
             result = train(model, examples, [], config, seed=SEED, device=device, progress=False)
             seconds[i].append(result.seconds)
@@ -214,7 +218,7 @@ def epoch_times(examples: Sequence[LayoutExample], *, repeats: int = 3, collecti
 # --------------------------------------------------------------------------------------------------
 # (2) the largest xla graph unpruned, one child process per (variant, configs)
 
-# argv: fusion, attention (0/1), configs per step, repeats, device, loss. Prints JSON facts.
+# argv: fusion, attention (0/1), configs per step, repeats, device. Prints JSON facts.
 _BIG_STEP = """
 import ctypes, gc, json, statistics, sys, time
 import numpy as np, torch
@@ -222,17 +226,17 @@ from benchmarks.bench_fusion import Stepper, Variant
 from benchmarks.realscale import xla_layout_graph
 from solutions.gnn.data import configurable_links, layout_example
 from solutions.memory import PeakMemory, rss_reader
-fusion, attention, configs, repeats, device, loss = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), \
-    int(sys.argv[4]), torch.device(sys.argv[5]), sys.argv[6]
+fusion, attention, configs, repeats, device = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), \
+    int(sys.argv[4]), torch.device(sys.argv[5])
 torch.set_num_threads(1)
-example = layout_example("xla", xla_layout_graph(num_configs=max(64, configs)), prune=False, compress=True)
+example = layout_example("xla", xla_layout_graph(num_configs=max(64, configs)), transform=None, compress=True)
 inputs = example.inputs
 started = time.perf_counter()
 links = configurable_links(inputs.edge_index, inputs.config_node_ids, inputs.num_nodes)
 facts = {"nodes": example.num_nodes, "edges": int(inputs.edge_index.shape[1]),
          "configurable": int(inputs.config_node_ids.shape[0]), "configs_available": example.num_configs,
          "links": int(links.shape[1]), "links_seconds": time.perf_counter() - started}
-stepper = Stepper(Variant(fusion, attention), configs, loss, "layout:xla:random", device)
+stepper = Stepper(Variant(fusion, attention), configs, "layout:xla:random", device)
 del links
 gc.collect()
 ctypes.CDLL("libc.so.6").malloc_trim(0)  # the generator's freed memory handed back: the step starts from here
@@ -258,11 +262,11 @@ BIG_RUNS = (  # (variant, configs per step); early fusion at 1,000 configs would
 )
 
 
-def big_steps(*, repeats: int, device: str, loss: str, runs: Sequence = BIG_RUNS) -> list[dict]:
+def big_steps(*, repeats: int, device: str, runs: Sequence = BIG_RUNS) -> list[dict]:
     rows = []
     for variant, configs in runs:
         measured = measure_python(_BIG_STEP, variant.fusion, "1" if variant.attention else "0", str(configs),
-                                  str(repeats), device, loss)
+                                  str(repeats), device)
         facts = json.loads(measured.stdout.strip().splitlines()[-1])
         rows.append({"label": variant.label, "configs": configs, "peak_mb": measured.peak_mb, **facts})
         print(f"  big graph, {variant.label}, {configs} configs: step {facts['first_step_seconds']:.2f} s, "
@@ -351,8 +355,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="the layout collection of (1), (3), (4)")
     parser.add_argument("--configs", type=int, nargs="+", default=[32, 1000],
                         help="configs per training step")
-    parser.add_argument("--loss", default="listmle", choices=("hinge", "listmle"),
-                        help="loss of the step timings")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed steps per graph, prediction rounds, epochs")
     parser.add_argument("--big-repeats", type=int, default=1,
@@ -373,13 +375,13 @@ def main(argv: list[str] | None = None) -> int:
           f"nodes on average after pruning (max {max(e.num_nodes for e in examples)}), "
           f"{np.mean([int(e.inputs.config_node_ids.shape[0]) for e in examples]):.0f} configurable, "
           f"{np.mean([e.num_configs for e in examples]):.0f} distinct configs; torch threads "
-          f"{torch.get_num_threads()}; step loss {args.loss}; load average at start {_load()}")
+          f"{torch.get_num_threads()}; load average at start {_load()}")
     if not torch.cuda.is_available():
         print("no CUDA device: CPU figures only")
     for device in devices:
         started = time.perf_counter()
-        results = [step_times(examples, k, repeats=args.repeats, loss=args.loss, collection=args.collection,
-                              device=device) for k in args.configs]
+        results = [step_times(examples, k, repeats=args.repeats, collection=args.collection, device=device)
+                   for k in args.configs]
         print()
         print(step_table(results, device.type))
         throughput = prediction_throughput(
@@ -394,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                               device.type, len(examples)))
         print(f"\n({device.type}: {time.perf_counter() - started:.0f} s; load average now {_load()})")
     if not args.skip_big:
-        rows = big_steps(repeats=args.big_repeats, device=args.big_device, loss=args.loss)
+        rows = big_steps(repeats=args.big_repeats, device=args.big_device)
         print()
         print(big_table(rows, args.big_device, args.big_repeats))
         print(f"\n(load average now {_load()})")

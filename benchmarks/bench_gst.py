@@ -52,10 +52,10 @@ from solutions.memory import PeakMemory, rss_reader
 mode, segment_size, configs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.manual_seed(0)
 torch.set_num_threads(1)
-example = layout_example("xla", xla_layout_graph(num_configs=64), prune=False, compress=True)
+example = layout_example("xla", xla_layout_graph(num_configs=64), transform=None, compress=True)
 # GST needs early fusion
 config = GNNConfig(pruning="none", training="full" if mode == "none" else mode, segment_size=segment_size,
-                   configs_per_graph=configs, fusion="early", config_attention=False,
+                   layout_configs_per_graph=configs, fusion="early", config_attention=False,
                    engineered_features=False)  # the examples above carry no engineered rows
 model = LayoutRanker.from_settings(config)
 optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
@@ -67,13 +67,13 @@ facts = {"nodes": example.num_nodes, "edges": int(example.inputs.edge_index.shap
 def step():
     if mode == "gst":
         gst = SegmentTraining(segment_size, config.hidden)
-        loss = _gst_step(model, gst, 0, example, config, rng, device, True)
+        loss = _gst_step(gst, model, [(0, example)], config, rng, device, True)
         facts["segments"] = gst.num_segments
     else:
-        loss = _layout_step(model, example, config, rng, device, True)
+        loss = _layout_step(model, [(0, example)], config, rng, device, True)
     loss.backward()
     optimizer.step()
-    facts["loss"] = float(loss)
+    facts["loss"] = float(loss.detach())
 
 
 gc.collect()

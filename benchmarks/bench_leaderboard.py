@@ -36,6 +36,7 @@ from benchmarks.kaggle_sized import write_case
 from competition.scoring import load_solution
 from leaderboard.database import Database
 from leaderboard.models import SCORED, Submission, Team, utcnow
+from leaderboard.names import name_key
 from leaderboard.scorer import Scorer
 from leaderboard.service import Leaderboard
 
@@ -139,7 +140,8 @@ def _fill_board(leaderboard: Leaderboard, teams: int, per_team: int, seed: int =
     rng = random.Random(seed)
     now = utcnow()
     with leaderboard.db.writer() as session:
-        session.add_all(Team(id=t + 1, name=f"team {t:04d}", token_hash="", created_at=now)
+        session.add_all(Team(id=t + 1, name=f"team {t:04d}", name_key=name_key(f"team {t:04d}"),
+                             token_hash="", created_at=now)
                         for t in range(teams))
         session.flush()
         session.add_all(

@@ -12,9 +12,8 @@ protocols:
   before the next draw (the test part stays in memory), so a 100,000-config graph costs one draw's
   disk whatever ``--draws``. A default-search graph whose program's random search is also at hand (the
   same file name in the source's random-search folders) gets that random search whole beside its train
-  part, as a program's two searches sit in the same split of the release: what a default-search
-  collection that also learns from the random search (``learn_from_random_search``) sees when it trains
-  on real data.
+  part, as a program's two searches sit in the same split of the release (the methods train on their
+  own collection only, so none of them reads it: ``solutions.method.with_random_search``).
 - **across programs**: the method is trained on the labelled real graphs of *other programs* and ranks
   every config of the held-out program's graphs, as a competitor's model trained on the real training
   split ranks programs it has not seen. Programs are told apart by their graph (opcodes and edges), so
@@ -69,6 +68,7 @@ from typing import overload
 
 import numpy as np
 
+from benchmarks.real_tables import DRAWS, PROTOCOLS, few_graphs_note, mean_and_interval
 from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, SPLITS, Collection
 from competition.data.graphs import Graph, load_graph, read_config_count, read_config_runtime, save_graph
 from competition.data.locate import embedded_competition
@@ -88,28 +88,23 @@ from solutions.run_checks import SolveError, parse_method_params
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
 METHODS = ("random", "heuristic", "gbdt", "gnn")
-PROTOCOLS = ("transfer", "within", "across")
 # The gnn's defaults before issue 14 (early fusion, no cross-config attention, hinge loss, no
 # engineered config features): the within-graph check holds the current defaults to them.
 VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     # The defaults before issue 14, as they trained then: one step per graph and epoch, own search only.
-    "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "loss": "hinge",
-                           "engineered_features": False, "min_epoch_steps": 1,
-                           "learn_from_random_search": False, "average_epochs": 0.0}),
-    # Default searches also learning from the random search (issue 25; on by default for a while).
-    "gbdt-both-searches": ("gbdt", {"learn_from_random_search": True}),
-    "gnn-both-searches": ("gnn", {"learn_from_random_search": True}),
-    # Selection on the live weights, not their moving average (layout:xla:random's default since
-    # 2026-11-27; docs/gnn.md, "Averaged weights").
+    "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "engineered_features": False,
+                           "layout_min_epoch_steps": 1, "average_epochs": 0.0}),
+    # Selection on the live weights, not their moving average (layout:xla:random starts from
+    # average_epochs=20: COLLECTION_DEFAULTS in solutions/gnn/settings.py; docs/gnn.md, "Per-collection
+    # defaults").
     "gnn-live-weights": ("gnn", {"average_epochs": 0.0}),
     # Before an epoch took at least 8 steps (issue 25): one step per training graph.
-    "gnn-one-pass": ("gnn", {"min_epoch_steps": 1}),
+    "gnn-one-pass": ("gnn", {"layout_min_epoch_steps": 1}),
     # The gnn without the graph-relative engineered config features (the default before issue 25).
     "gnn-no-engineered": ("gnn", {"engineered_features": False}),
     # Does pruning earn its place on real graphs? The gnn with every node kept.
     "gnn-unpruned": ("gnn", {"pruning": "none"}),
 }
-DRAWS = 2000
 BEYOND_NOISE_CAPTION = (
     "\n(The same runs, Kendall's tau over only the pairs of configs whose runtimes differ by more than the "
     "graph's own configs measured twice do: the 95th percentile of their relative differences (the noise "
@@ -118,7 +113,6 @@ BEYOND_NOISE_CAPTION = (
     "the differences between methods are mostly decided by noise. competition/stats/noise.py; "
     "docs/statistics.md.)")
 SPLIT = (0.6, 0.2, 0.2)  # within-graph: train / valid / test shares of a graph's configs
-FEW_GRAPHS = 10  # a collection row over fewer graphs says its interval is too narrow
 MIN_WITHIN_CONFIGS = 50  # fewer configs give a test part too small to rank
 ACROSS_VALID_SHARE = 0.2  # across programs: share of the training programs (or configs) in the valid split
 ACROSS_MAX_CONFIGS = 5000  # across programs: configs kept per training graph (gbdt reads 1,000)
@@ -322,17 +316,17 @@ class Cell:
         return found
 
 
-def _make(method: str, params: dict[str, object]):
-    from solutions.method import get_method
-
-    return get_method(method).load_class()(**params)
+def _make(method: str, params: dict[str, object], collection: Collection):
+    """The method for ``collection`` with its settings resolved as ``tpugraphs solve`` resolves them (the
+    collection's defaults, then ``params``)."""
+    return get_method(method).build(collection, params)
 
 
 def _fit(method: str, params: dict[str, object], data_dir: Path, collection: Collection, seed: int,
          time_budget_s: float | None):
     from solutions.method import FitOptions, SplitSource
 
-    model = _make(method, params)
+    model = _make(method, params, collection)
     options = FitOptions(seed=seed, progress=False, time_budget_s=time_budget_s)
     model.fit(collection, SplitSource(data_dir, collection, "train"),
               SplitSource(data_dir, collection, "valid"), options)
@@ -686,10 +680,6 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
 # -- report ------------------------------------------------------------------------------------------
 
 
-def mean_and_interval(estimate: float, low: float, high: float) -> str:
-    return f"{estimate:+.3f} [{low:+.2f}, {high:+.2f}]"
-
-
 def table(cells: Iterable[Cell], methods: Sequence[str], protocol: str) -> str:
     """A Markdown table: one row per graph, one column per method, ``mean [low, high]``."""
     by_graph: dict[str, dict[str, Cell]] = {}
@@ -771,15 +761,6 @@ def collection_table(summary: dict[str, dict[str, dict]], methods: Sequence[str]
     return "\n".join(lines)
 
 
-def few_graphs_note(graphs: dict[str, int]) -> list[str]:
-    """The caption under a collection table (collection -> graphs) whose rows rest on too few graphs."""
-    few = [c for c, count in graphs.items() if count < FEW_GRAPHS]
-    if not few:
-        return []
-    return [f"\n({', '.join(few)}: fewer than {FEW_GRAPHS} graphs, so the interval, which can only reshuffle "
-            "the graphs at hand, is too narrow; docs/statistics.md)"]
-
-
 def real_data_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     """The command line of a real-data benchmark ``benchmarks.<module>`` (``bench_real``,
     ``bench_additivity``, ``bench_attribution``): its docstring's first paragraph as the description, and
@@ -821,8 +802,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"comma-separated: {', '.join(METHODS)}, {', '.join(VARIANTS)} "
                              "(default: the four methods)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME:METHOD:K=V,K=V",
-                        help="an extra method with settings, e.g. gnn-hinge:gnn:loss=hinge (repeatable; then "
-                             "name it in --methods)")
+                        help="an extra method with settings, e.g. gnn-early:gnn:fusion=early (repeatable; "
+                             "then name it in --methods)")
     parser.add_argument("--protocols", default="transfer,within,across",
                         help="comma-separated, of transfer, within, across (default: all three)")
     parser.add_argument("--synth-seeds", default="0,1", help="embedded competitions to train on (transfer)")

@@ -65,8 +65,8 @@ print(json.dumps({"fit_s": round(c.fit_seconds, 1),
                   "valid": round(c.validation_score, 4), "rows": report.rows}))
 """
 
-GNN_PARAMS = {"layout_epochs": 2, "hidden": 32, "layers": 2, "configs_per_graph": 32, "valid_configs": 256,
-              "eval_every": 1}
+GNN_PARAMS = {"layout_epochs": 2, "hidden": 32, "layers": 2, "layout_configs_per_graph": 32,
+              "layout_valid_configs": 256, "eval_every": 1}
 GBDT_PARAMS = {"num_boost_round": 60, "min_boost_round": 20, "early_stopping_rounds": 20,
                "max_configs_per_graph": 200}
 

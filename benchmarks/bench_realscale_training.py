@@ -97,8 +97,8 @@ def main() -> int:
                         help="reuse (or write) the data and cache here instead of a temp folder")
     parser.add_argument("--skip-no-cache", action="store_true", help="do not run the fit without the cache")
     args = parser.parse_args()
-    params = {"layout_epochs": args.epochs, "hidden": 32, "layers": 2, "configs_per_graph": 32,
-              "valid_configs": 256, "eval_every": 1}
+    params = {"layout_epochs": args.epochs, "hidden": 32, "layers": 2, "layout_configs_per_graph": 32,
+              "layout_valid_configs": 256, "eval_every": 1}
 
     with tempfile.TemporaryDirectory(prefix="realscale-training-") as scratch:
         root = args.keep or Path(scratch)

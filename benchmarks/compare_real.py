@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_real import DRAWS, PROTOCOLS, few_graphs_note, mean_and_interval
+from benchmarks.real_tables import DRAWS, PROTOCOLS, few_graphs_note, mean_and_interval
 from competition.collections import COLLECTION_BY_NAME
 from competition.stats.bootstrap import Interval, percentile_interval
 

@@ -1,6 +1,6 @@
 """The competition kit's core: the rules, the data tools and the ``tpugraphs`` command line.
 
-- The rules (``competition.sources.RULES``): the collections and task kinds, the metric, the
+- The rules (``competition.sources.RULE_FILES``): the collections and task kinds, the metric, the
   validator and the scorer (``score``: Kaggle's contract).
 - Built on the scorer: ``stats/`` (intervals, shake-up, ensembles) and ``predictions``.
 - ``data/``: reading, writing, fetching and making the released files (the embedded competition,

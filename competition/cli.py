@@ -8,8 +8,9 @@ commands only when their package is installed.
 Exit codes (``competition.errors``): 0 success, 1 the input was checked and found wrong (invalid
 submission, unreadable data), 2 usage errors (bad arguments, missing files). ``main`` is the one place
 that turns a ``UsageError``, an interruption or a closed output pipe (``tpugraphs inspect ... | head``)
-into its exit code. Commands import ``UsageError`` from ``competition.errors``, never from this module,
-so registering them creates no import cycle.
+into its exit code; with ``--json`` a usage error, argparse's own included, also prints one JSON
+document on stdout (``competition.commands.json_problems``). Commands import ``UsageError`` from
+``competition.errors``, never from this module, so registering them creates no import cycle.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from competition.errors import EXIT_USAGE, UsageError
 
@@ -60,8 +62,41 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+class ArgumentsRefused(Exception):
+    """argparse refused the command line; ``parser`` is the (sub)parser that did, for its usage line."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors reach ``main`` (which also answers them in JSON for
+    ``--json``) instead of exiting inside argparse. Subparsers are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ArgumentsRefused(self, message)
+
+
+def _command_parser(parser: argparse.ArgumentParser, refusing: argparse.ArgumentParser,
+                    argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``argv`` names; argparse reports an unrecognized argument from the
+    top-level ``parser`` even when it follows a command (``tpugraphs leaderboard init ...`` included)."""
+    if refusing is not parser:
+        return refusing
+    found = parser
+    tokens = iter(argv)
+    while found._subparsers is not None:
+        commands = found._subparsers._group_actions[0].choices
+        found = next((commands[token] for token in tokens if token in commands), None)
+        if found is None:
+            return refusing
+    return found
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tpugraphs",
         description=(
             "Competition kit for Kaggle's 'Fast or Slow? Predict AI Model Runtime' (TpuGraphs): "
@@ -85,7 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+    except ArgumentsRefused as exc:  # argparse's usage error, with its exit status 2
+        refusing = _command_parser(parser, exc.parser, argv)
+        refusing.print_usage(sys.stderr)
+        print(f"{refusing.prog}: error: {exc.message}", file=sys.stderr)
+        from competition.commands.json_problems import json_in_argv, message_problem, problems_document
+
+        if json_in_argv(refusing, argv):  # --json: stdout still carries one document
+            print(problems_document([message_problem(exc.message)], EXIT_USAGE))
+        raise SystemExit(EXIT_USAGE) from None
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_USAGE
@@ -99,24 +145,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_CLOSED_PIPE
     except UsageError as exc:
-        print(f"tpugraphs {args.command}: error: {exc}", file=sys.stderr)
-        from competition.commands._json import message_problem, problems_document, wants_json
-
-        if wants_json(args):  # --json: stdout still carries one document
-            print(problems_document([message_problem(str(exc))], EXIT_USAGE))
-        return EXIT_USAGE
+        return _usage_error(args, str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except ModuleNotFoundError as exc:
         # An optional part of the kit (a pyproject extra) that is not installed: say which to install.
-        from competition.commands._extras import missing_extra_message
+        from competition.commands.extras import missing_extra_message
 
         message = missing_extra_message(exc)
         if message is None:
             raise
-        print(f"tpugraphs {args.command}: error: {message}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(args, message)
+
+
+def _usage_error(args: argparse.Namespace, message: str) -> int:
+    """A command's usage error: one line on stderr, and with --json one JSON document on stdout."""
+    from competition.commands.json_problems import message_problem, problems_document, wants_json
+
+    print(f"tpugraphs {args.command}: error: {message}", file=sys.stderr)
+    if wants_json(args):
+        print(problems_document([message_problem(message)], EXIT_USAGE))
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -98,12 +98,20 @@ class ScoreReport:
     graph_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # collection -> usage -> G
 
     def to_json_dict(self) -> dict:
-        """The ``tpugraphs score --json`` object; a split without rows is ``None`` (null), never 0.0."""
+        """The ``tpugraphs score --json`` object: the figures of ``format_report``'s table (per collection
+        its metric, graphs and public / private / all scores); a split without rows is ``None`` (null),
+        never 0.0."""
         return {
             "score": self.score if self.collections else None,
             "public": self.public if self.public_collections else None,
             "private": self.private if self.private_collections else None,
             "collections": dict(self.collections),
+            "public_collections": {name: self.public_collections.get(name) for name in self.collections},
+            "private_collections": {name: self.private_collections.get(name) for name in self.collections},
+            "graphs": {name: {"public": self.graph_counts.get(name, {}).get("Public", 0),
+                              "private": self.graph_counts.get(name, {}).get("Private", 0)}
+                       for name in self.collections},
+            "metrics": {name: COLLECTION_BY_NAME[name].metric for name in self.collections},
         }
 
     def public_view(self) -> dict:

@@ -1,6 +1,6 @@
 """Which source files are the rules: what the scorer version hashes and what a scoring export copies.
 
-The rules are the files a score depends on, listed by name in ``RULES``: the collections and task
+The rules are the files a score depends on, listed by name in ``RULE_FILES``: the collections and task
 kinds, the metric, the validator and the scorer (with Kaggle's ``score()`` contract), and the errors
 and wording they use. They import only numpy (and pandas inside the Kaggle ``score()`` call) and
 nothing outside this list, so these files score a submission on their own
@@ -16,7 +16,7 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 # Relative to the package folder, sorted (a stable order to hash). A file added to the rules is added here.
-RULES: tuple[str, ...] = (
+RULE_FILES: tuple[str, ...] = (
     "__init__.py",
     "collections.py",
     "errors.py",
@@ -39,5 +39,5 @@ RULES: tuple[str, ...] = (
 
 
 def rules_files() -> list[Path]:
-    """The rules' source files, relative to the package folder, in ``RULES`` order."""
-    return [Path(name) for name in RULES]
+    """The rules' source files, relative to the package folder, in ``RULE_FILES`` order."""
+    return [Path(name) for name in RULE_FILES]

@@ -13,9 +13,13 @@ one SQL database (SQLite for a small competition, PostgreSQL for several server 
   ``version``: the scorer version recorded with every score;
 - ``app``, ``deps`` and ``routers``: the HTTP API and the server-rendered pages (``templates/``,
   ``static/``), both reaching their state through ``deps``; ``csrf``: the forms' CSRF token and
-  origin check; ``settings``: per-process server settings; ``auth``: team tokens;
-- ``commands``: ``tpugraphs leaderboard ...`` for hosts and ``tpugraphs submit`` for participants
-  (``client`` is the participant's side);
+  origin check; ``settings``: per-process server settings; ``auth``: team tokens; ``sessions``: the
+  pages' sign-ins; ``names``: team names unique by what a reader sees; ``throttle``: wrong tokens per
+  claimed team and per address; ``uploads``: an upload checked before its body is read, held on
+  disk; ``server``: uvicorn's protocol with deadlines for slow clients; ``access_log``: secrets out of
+  the log;
+- ``commands`` and ``actions``: ``tpugraphs leaderboard ...`` for hosts (``tpugraphs submit``, the
+  participant's side, is in ``competition``);
 - ``codabench``: the same scorer exported as a Codabench scoring program.
 
 Host guide: docs/leaderboard.md.

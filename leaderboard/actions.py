@@ -78,10 +78,12 @@ def init(args: argparse.Namespace) -> int:
 
     from competition.collections import COLLECTIONS
     from competition.data.graphs import expected_from_data_dir
-    from competition.data.locate import resolve_data_dir, split_dir
+    from competition.data.locate import resolve_data_dir
+    from competition.data.tree import split_dir
     from competition.errors import DataFormatError, SolutionFormatError, UsageError
     from leaderboard.service import Leaderboard, parse_solution, solution_mismatches
 
+    _check_rules(args)
     if not Path(args.solution).is_file():
         raise UsageError(f"{args.solution}: no such file")
     if not Path(args.data).is_dir():
@@ -138,10 +140,31 @@ def init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checked(check, *values):
+    """``check(*values)``, a ValueError turned into a one-line UsageError."""
+    from competition.errors import UsageError
+
+    try:
+        return check(*values)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _check_rules(args: argparse.Namespace) -> None:
+    from leaderboard.service.competition import check_rule, check_title
+
+    if args.name is not None:
+        _checked(check_title, args.name)
+    for key in ("daily_limit", "max_selected"):
+        if getattr(args, key) is not None:
+            _checked(check_rule, key, getattr(args, key))
+
+
 @_guard
 def configure(args: argparse.Namespace) -> int:
     from competition.errors import UsageError
 
+    _check_rules(args)
     changes: dict[str, object] = {}
     if args.name is not None:
         changes["name"] = args.name
@@ -203,9 +226,20 @@ def add_team(args: argparse.Namespace) -> int:
 
 
 @_guard
+def rename_team(args: argparse.Namespace) -> int:
+    from leaderboard.names import check_team_name
+
+    _checked(check_team_name, args.new_name)
+    team = _open(args.db).rename_team(args.team, args.new_name)
+    print(f"Team {args.team!r} (id {team.id}) is now called {team.name!r}.")
+    return 0
+
+
+@_guard
 def reset_token(args: argparse.Namespace) -> int:
     team, token = _open(args.db).reset_token(args.team)
-    print(f"New token for team {team.name!r} (the old one no longer works), shown only this once:",
+    print(f"New token for team {team.name!r} (the old one and every signed-in browser of the team no longer "
+          "work), shown only this once:",
           file=sys.stderr)
     print(token)
     return 0
@@ -222,6 +256,14 @@ def serve(args: argparse.Namespace) -> int:
         raise UsageError("--board-cache must be 0 (no caching) or more")
     if args.max_uncounted_per_day < 1 or args.max_team_mb <= 0:
         raise UsageError("--max-uncounted-per-day and --max-team-mb must be positive")
+    if not 1 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: a port is a number from 1 to 65535")
+    if not (0 < args.header_timeout <= 3600 and 0 < args.body_timeout <= 3600):
+        raise UsageError("--header-timeout and --body-timeout are seconds, more than 0 and at most 3600")
+    if args.max_upload_mb > 1024 or args.max_team_mb > 1024 * 1024 or args.scoring_slots > 256 \
+            or args.workers > 256:
+        raise UsageError("--max-upload-mb is at most 1024, --max-team-mb at most 1048576, --workers and "
+                         "--scoring-slots at most 256")
     if args.public_url and not args.public_url.startswith(("http://", "https://")):
         raise UsageError(f"--public-url {args.public_url!r}: expected an http:// or https:// URL")
     from competition.errors import SolutionFormatError
@@ -238,21 +280,29 @@ def serve(args: argparse.Namespace) -> int:
                         board_cache_s=args.board_cache, max_uncounted_per_day=args.max_uncounted_per_day,
                         max_team_bytes=int(args.max_team_mb * 2**20), public_url=args.public_url.rstrip("/"),
                         secure_cookies=args.secure_cookies or args.public_url.startswith("https://"),
-                        full_disclosure=args.full_disclosure)
+                        full_disclosure=args.full_disclosure, header_timeout_s=args.header_timeout,
+                        body_timeout_s=args.body_timeout)
     import uvicorn
 
     log_config = _log_config(args.log_level)
     print(f"Serving {config.name!r} on http://{args.host}:{args.port} ({args.workers} process"
           f"{'es' if args.workers > 1 else ''}); API reference at /docs", file=sys.stderr)
-    if args.workers == 1:
-        from leaderboard.app import create_app
+    from leaderboard.server import deadline_protocol
 
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=log_config,
-                    log_level=args.log_level)
-    else:  # each worker process imports the app itself and reads its settings from the environment
-        os.environ.update(settings.to_env())
-        uvicorn.run("leaderboard.app:app_from_env", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, log_config=log_config, log_level=args.log_level)
+    # Slow clients are closed (leaderboard.server); an idle kept-alive connection after 5 s (uvicorn's).
+    common = {"host": args.host, "port": args.port, "log_config": log_config, "log_level": args.log_level}
+    try:
+        if args.workers == 1:
+            from leaderboard.app import create_app
+
+            uvicorn.run(create_app(settings), http=deadline_protocol(args.header_timeout, args.body_timeout),
+                        **common)
+        else:  # each worker process imports the app itself and reads its settings from the environment
+            os.environ.update(settings.to_env())
+            uvicorn.run("leaderboard.app:app_from_env", factory=True, workers=args.workers,
+                        http="leaderboard.server:DeadlineProtocol", **common)
+    except OSError as exc:  # the address is taken, or the host name does not resolve
+        return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     return 0
 
 
@@ -313,14 +363,6 @@ def reveal(args: argparse.Namespace) -> int:
 
 
 @_guard
-def upgrade(args: argparse.Namespace) -> int:
-    before, after = _open(args.db).upgrade()
-    print(f"Schema version {before} -> {after}." if before != after
-          else f"Already at schema version {after}.")
-    return 0
-
-
-@_guard
 def disqualify(args: argparse.Namespace) -> int:
     team = _open(args.db).disqualify(args.team, reason=args.reason, undo=args.undo)
     outcome = "reinstated" if args.undo else "disqualified: off both leaderboards, uploads refused"
@@ -332,9 +374,15 @@ def disqualify(args: argparse.Namespace) -> int:
 def export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from competition.errors import UsageError
     from leaderboard.boards import board_csv, private_board, public_board
     from leaderboard.models import utcnow
 
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {args.out}: the folder {out.parent} does not exist")
+    if out.is_dir():
+        raise UsageError(f"--out {args.out}: that is a folder; give a file name")
     leaderboard = _open(args.db)
     config = leaderboard.config()
     if args.board == "public":
@@ -344,7 +392,10 @@ def export(args: argparse.Namespace) -> int:
         if not config.private_visible(utcnow()):
             print("warning: the private leaderboard is not revealed yet; this file holds private scores, "
                   "do not share it", file=sys.stderr)
-    Path(args.out).write_text(board_csv(entries))
+    try:
+        out.write_text(board_csv(entries))
+    except OSError as exc:
+        raise UsageError(f"--out {args.out}: cannot write it ({exc.strerror})") from None
     print(f"Wrote the {args.board} leaderboard ({len(entries)} teams) to {args.out}")
     return 0
 
@@ -364,5 +415,5 @@ def export_codabench(args: argparse.Namespace) -> int:
 
 
 HANDLERS = {"init": init, "configure": configure, "add-team": add_team, "reset-token": reset_token,
-            "serve": serve, "rescore": rescore, "reveal": reveal, "upgrade": upgrade,
+            "rename-team": rename_team, "serve": serve, "rescore": rescore, "reveal": reveal,
             "disqualify": disqualify, "export": export, "export-codabench": export_codabench}

@@ -29,11 +29,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from leaderboard.board_cache import BoardCache
+from leaderboard.database import database_problem
 from leaderboard.errors import LeaderboardError
 from leaderboard.models import utcnow
 from leaderboard.routers import boards, competition, health, pages, submissions
@@ -53,7 +56,8 @@ class ServerState:
     """What a running app holds: the database, the competition's services and the parsed solution."""
 
     def __init__(self, settings: Settings) -> None:
-        self.leaderboard = Leaderboard.open_existing(settings.db_url)  # never creates an SQLite file
+        # never creates an SQLite file
+        self.leaderboard = Leaderboard.open_existing(settings.db_url, settings.db_lock_timeout_s)
         self.db = self.leaderboard.db
         self.leaderboard.config()  # NotInitialised with a clear message if `init` was never run
         # The solution, checked against the SHA-256 recorded by `init` (SolutionTampered otherwise).
@@ -74,6 +78,7 @@ class ServerState:
 def _sweep(state: ServerState, settings: Settings) -> int:
     cutoff = utcnow() - timedelta(seconds=settings.scoring_timeout_s + settings.stuck_grace_s)
     swept = state.leaderboard.sweep_stuck(cutoff)
+    state.leaderboard.sweep_sessions()
     state.db.checkpoint()  # SQLite: keeps the WAL from growing between the automatic checkpoints
     return swept
 
@@ -83,6 +88,8 @@ async def _sweep_forever(state: ServerState, settings: Settings) -> None:
         await asyncio.sleep(max(1.0, settings.stuck_grace_s))
         try:
             await run_in_threadpool(_sweep, state, settings)
+        except DBAPIError as exc:  # read-only or locked: /health says so; no traceback every minute
+            log.warning("sweeping: cannot write the database (%s): %s", database_problem(exc), exc.orig)
         except Exception:  # noqa: BLE001 - a database hiccup must not end the sweeping
             log.exception("sweeping stuck submissions failed")
 
@@ -98,7 +105,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.leaderboard = state.leaderboard
         app.state.scorer = state.scorer
         app.state.board_cache = state.board_cache
-        swept = await run_in_threadpool(_sweep, state, settings)
+        try:
+            swept = await run_in_threadpool(_sweep, state, settings)
+        except DBAPIError as exc:  # a read-only or locked database still serves its pages; /health says so
+            log.warning("cannot write the database at startup (%s): %s", database_problem(exc), exc.orig)
+            swept = 0
         log.info("leaderboard %r ready (scorer %s; %d stuck submission(s) marked failed)",
                  state.leaderboard.config().name, state.scorer.version, swept)
         sweeper = asyncio.create_task(_sweep_forever(state, settings))
@@ -156,6 +167,17 @@ def _error_page(title: str, message: str, status_code: int, headers: dict | None
                         headers=headers)
 
 
+DATABASE_RETRY_S = 60
+_NOTHING_LOST = ("Nothing you sent in this request was counted; try again in a minute, and if it keeps "
+                 "failing, tell the host.")
+DATABASE_MESSAGES = {
+    "locked": "The leaderboard's database is busy (locked by another program) and could not be written. "
+              + _NOTHING_LOST,
+    "read-only": "The leaderboard's database cannot be written right now (the host's side is read-only); "
+                 "pages can still be read. " + _NOTHING_LOST,
+    "unreachable": "The leaderboard cannot reach its database right now. " + _NOTHING_LOST,
+}
+
 _TITLES = {401: "Not signed in", 403: "Refused", 404: "Not found", 405: "Not allowed here", 409: "Conflict",
            413: "Too large", 422: "Bad request", 429: "Too many requests", 500: "Server error",
            503: "Unavailable", 504: "Too slow"}
@@ -190,6 +212,25 @@ def _add_error_handlers(app: FastAPI) -> None:
             detail = (f"{request.method} is not how {request.url.path} is used; follow a link or a form "
                       "of this site.")
         return _error_page(_TITLES.get(exc.status_code, "Refused"), detail, exc.status_code, exc.headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        # The client closed the connection (or the server did: too slow); nobody reads this answer.
+        log.info("%s %s: the client went away before its request arrived whole", request.method,
+                 request.url.path)
+        return Response(status_code=400)
+
+    @app.exception_handler(DBAPIError)
+    async def database_error(request: Request, exc: DBAPIError) -> Response:
+        problem = database_problem(exc)
+        if problem is None:
+            return await unexpected(request, exc)
+        log.error("database %s on %s %s: %s", problem, request.method, request.url.path, exc.orig)
+        message = DATABASE_MESSAGES[problem]
+        headers = {"Retry-After": str(DATABASE_RETRY_S)}
+        if _wants_json(request.url.path):
+            return JSONResponse({"detail": message, "database": problem}, status_code=503, headers=headers)
+        return _error_page("Unavailable", message, 503, headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:

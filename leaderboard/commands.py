@@ -14,7 +14,7 @@ DB_ENV = "TPUGRAPHS_LEADERBOARD_DB"
 # Under runs/, which git ignores: the database holds the hidden labels and must never be committed.
 DEFAULT_DB = "sqlite:///runs/leaderboard.db"
 
-LEADERBOARD_HELP = "host a leaderboard: init, add-team, serve, rescore, reveal, export, upgrade"
+LEADERBOARD_HELP = "host a leaderboard: init, add-team, serve, rescore, reveal, export"
 LEADERBOARD_EPILOG = f"""\
 A competition in five commands:
   tpugraphs synth data/comp --scale small                      # or your own public/private split
@@ -67,6 +67,25 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
         sub.set_defaults(handler=_default_db_folder_made(_handler(name)))
         return sub
 
+    _add_setup_actions(action)
+    _add_team_actions(action)
+    _add_serve(action("serve", "run the leaderboard web server (pages, HTTP API, its reference at /docs)",
+                      "examples:\n  tpugraphs leaderboard serve\n"
+                      "  tpugraphs leaderboard serve --db postgresql+psycopg://lb@dbhost/lb "
+                      "--host 0.0.0.0 --workers 4"))
+    _add_closing_actions(action)
+    codabench = actions.add_parser(
+        "export-codabench", help="write the scorer as a Codabench scoring program",
+        description="Write the kit's scorer as a Codabench scoring program (score.py, metadata.yaml and a "
+                    "copy of the scoring modules).", formatter_class=_formatter(),
+        epilog="example:\n  tpugraphs leaderboard export-codabench --out codabench_program && "
+               "(cd codabench_program && zip -r ../program.zip .)")
+    codabench.add_argument("--out", required=True, metavar="DIR", help="new or empty folder")
+    codabench.set_defaults(handler=_handler("export-codabench"))
+
+
+def _add_setup_actions(action) -> None:
+    """``init`` and ``configure``: the competition's title and rules."""
     init = action("init", "create a competition from a solution file and the public test data",
                   "The solution's IDs and config counts must match the public test files. The solution "
                   "is stored in the database\n(the server needs nothing else); keep the database private.\n\n"
@@ -76,7 +95,8 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
                       help="hidden labels: ID,Runtimes,Normalizers,Usage")
     init.add_argument("--data", required=True, metavar="PUBLIC_DIR",
                       help="the participants' data directory (Kaggle layout) holding the test npz files")
-    init.add_argument("--name", default="TpuGraphs leaderboard", metavar="TITLE", help="competition title")
+    init.add_argument("--name", default="TpuGraphs leaderboard", metavar="TITLE",
+                      help="competition title (one line, at most 200 characters)")
     _add_rules(init, defaults=True)
 
     configure = action("configure",
@@ -84,22 +104,36 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
                        "example:\n"
                        "  tpugraphs leaderboard configure --deadline 2030-07-07T23:59Z --daily-limit 3\n"
                        "  tpugraphs leaderboard configure --private-intervals")
-    configure.add_argument("--name", metavar="TITLE", help="competition title")
+    configure.add_argument("--name", metavar="TITLE",
+                           help="competition title (one line, at most 200 characters)")
     _add_rules(configure, defaults=False)
 
+
+def _add_team_actions(action) -> None:
+    """Registering, renaming, re-keying and disqualifying teams."""
     add_team = action("add-team", "register a team and print its token (last line)",
-                      "The token is shown once; only its hash is stored. Give it to the team privately.")
+                      "The token is shown once; only its hash is stored. Give it to the team privately.\n"
+                      "A name that looks like an existing team's (case, spacing, look-alike letters such as "
+                      "Cyrillic A) is refused.")
     add_team.add_argument("team", metavar="NAME", help="team name as shown on the leaderboard")
 
-    reset = action("reset-token", "give a team a new token (the old one stops working); prints it last")
+    rename = action("rename-team", "give a team another name (refused when it looks like another team's)")
+    rename.add_argument("team", metavar="NAME", help="the team's current name")
+    rename.add_argument("new_name", metavar="NEW_NAME", help="its new name")
+
+    reset = action("reset-token", "give a team a new token (the old one and every signed-in browser stop "
+                   "working); prints it last")
     reset.add_argument("team", metavar="NAME", help="team name")
 
-    serve = action("serve", "run the leaderboard web server (pages, HTTP API, its reference at /docs)",
-                   "examples:\n  tpugraphs leaderboard serve\n"
-                   "  tpugraphs leaderboard serve --db postgresql+psycopg://lb@dbhost/lb "
-                   "--host 0.0.0.0 --workers 4")
+    disqualify = action("disqualify", "take a team off both leaderboards and refuse its uploads")
+    disqualify.add_argument("team", metavar="TEAM", help="team name")
+    disqualify.add_argument("--reason", help="recorded with the disqualification (host-side)")
+    disqualify.add_argument("--undo", action="store_true", help="reinstate the team")
+
+
+def _add_serve(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--port", type=int, default=8000, help="port, 1-65535 (default: 8000)")
     serve.add_argument("--workers", type=int, default=1, metavar="N", help="server processes (default: 1)")
     serve.add_argument("--max-upload-mb", type=float, default=16.0, metavar="MB",
                        help="largest submission accepted, MiB (default: 16)")
@@ -116,6 +150,12 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--max-team-mb", type=float, default=200.0, metavar="MB",
                        help="stored submission files per team, MiB compressed; past it uploads get 413 "
                             "(default: 200)")
+    serve.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                       help="a request's line and headers must arrive within this; slower connections are "
+                            "closed (default: 10)")
+    serve.add_argument("--body-timeout", type=float, default=120.0, metavar="S",
+                       help="a request's body must arrive within this; slower connections are closed "
+                            "(default: 120)")
     serve.add_argument("--public-url", default="", metavar="URL",
                        help="the address participants use (https://lb.example.org), when a proxy in front "
                             "rewrites the Host header: web forms are accepted only from this origin")
@@ -128,6 +168,9 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
                             "(implied by an https --public-url)")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
+
+def _add_closing_actions(action) -> None:
+    """Rescoring, the reveal and the exports."""
     action("rescore", "score every submission again with this kit's scorer",
            "Run after upgrading the kit (a metric fix), then restart the servers. Every scored or "
            "invalid submission\nis scored again and records the scorer version that scored it. Failed "
@@ -136,27 +179,10 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
 
     action("reveal", "close the competition and show the private leaderboard")
 
-    action("upgrade", "bring a database made by an older kit to this kit's schema",
-           "It only adds what the newer schema has (columns, in one transaction); run it once, with the "
-           "servers stopped,\nafter upgrading the kit. A database made by a newer kit is refused.")
-
-    disqualify = action("disqualify", "take a team off both leaderboards and refuse its uploads")
-    disqualify.add_argument("team", metavar="TEAM", help="team name")
-    disqualify.add_argument("--reason", help="recorded with the disqualification (host-side)")
-    disqualify.add_argument("--undo", action="store_true", help="reinstate the team")
-
     export = action("export", "write a leaderboard as CSV (full-precision scores)")
     export.add_argument("--board", choices=("public", "private"), default="public")
-    export.add_argument("--out", required=True, metavar="FILE.csv")
-
-    codabench = actions.add_parser(
-        "export-codabench", help="write the scorer as a Codabench scoring program",
-        description="Write the kit's scorer as a Codabench scoring program (score.py, metadata.yaml and a "
-                    "copy of the scoring modules).", formatter_class=_formatter(),
-        epilog="example:\n  tpugraphs leaderboard export-codabench --out codabench_program && "
-               "(cd codabench_program && zip -r ../program.zip .)")
-    codabench.add_argument("--out", required=True, metavar="DIR", help="new or empty folder")
-    codabench.set_defaults(handler=_handler("export-codabench"))
+    export.add_argument("--out", required=True, metavar="FILE.csv",
+                        help="the file to write (its folder must exist)")
 
 
 def _add_rules(parser: argparse.ArgumentParser, *, defaults: bool) -> None:

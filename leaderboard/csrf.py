@@ -62,9 +62,15 @@ def sent_from_here(request: Request, public_url: str = "") -> bool:
     return bool(host) and sender[1] == host  # any scheme: a TLS proxy in front sees http
 
 
+def check_token(request: Request, form_token: str) -> None:
+    """Forbidden unless the form's CSRF token matches the cookie's."""
+    expected = cookie_token(request)
+    if expected is None or not hmac.compare_digest(form_token.encode(), expected.encode()):
+        raise Forbidden(REFUSAL)
+
+
 def check_form(request: Request, form_token: str, public_url: str = "") -> None:
     """Forbidden unless the post came from this site's page with the matching CSRF token."""
-    expected = cookie_token(request)
-    token_ok = expected is not None and hmac.compare_digest(form_token.encode(), expected.encode())
-    if not (sent_from_here(request, public_url) and token_ok):
+    if not sent_from_here(request, public_url):
         raise Forbidden(REFUSAL)
+    check_token(request, form_token)

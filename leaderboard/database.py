@@ -15,15 +15,32 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from leaderboard.models import Base
 
-SQLITE_BUSY_TIMEOUT_S = 30  # how long an SQLite writer waits for the lock before giving up
+# How long a statement waits for a lock another connection holds before it gives up (the server then
+# answers 503 with Retry-After): SQLite's busy timeout, PostgreSQL's lock_timeout.
+LOCK_TIMEOUT_S = 5.0
 # After a checkpoint SQLite truncates its WAL file to this size; without a limit the file stays as
 # large as the largest burst of writes until the last connection closes.
 SQLITE_WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
+
+
+def database_problem(exc: BaseException) -> str | None:
+    """"read-only", "locked" or "unreachable" for a database error a participant can only wait out
+    (the host must act); None for any other error (a bug)."""
+    if not isinstance(exc, DBAPIError):
+        return None
+    text = str(getattr(exc, "orig", exc)).lower()
+    if "readonly" in text or "read-only" in text or "read only" in text:
+        return "read-only"
+    if "locked" in text or "lock timeout" in text or "could not obtain lock" in text:
+        return "locked"
+    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+        return "unreachable"
+    return None
 
 
 class DatabaseURLError(ValueError):
@@ -43,8 +60,9 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL mode, a busy timeout and explicit BEGIN statements."""
+def make_engine(url: str, lock_timeout_s: float = LOCK_TIMEOUT_S) -> Engine:
+    """An engine for ``url``; SQLite gets WAL mode, a busy timeout and explicit BEGIN statements,
+    PostgreSQL a lock timeout."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -54,11 +72,12 @@ def make_engine(url: str) -> Engine:
         ) from None
     try:
         if parsed.get_backend_name() == "sqlite":
-            engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S,
+            engine = create_engine(parsed, connect_args={"timeout": lock_timeout_s,
                                                          "check_same_thread": False})
             _configure_sqlite(engine)
         else:
-            engine = create_engine(parsed, pool_pre_ping=True, pool_size=10, max_overflow=20)
+            engine = create_engine(parsed, pool_pre_ping=True, pool_size=10, max_overflow=20,
+                                   connect_args={"options": f"-c lock_timeout={int(lock_timeout_s * 1000)}"})
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
         raise DatabaseURLError(f"no database driver for {parsed.drivername!r}: {exc}") from None
     return engine
@@ -86,9 +105,10 @@ def _configure_sqlite(engine: Engine) -> None:
 class Database:
     """The engine plus session factories for reading and for writing."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, lock_timeout_s: float = LOCK_TIMEOUT_S) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.lock_timeout_s = lock_timeout_s
+        self.engine = make_engine(url, lock_timeout_s)
         self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._write_sessions = sessionmaker(
             self.engine.execution_options(write_transaction=True), expire_on_commit=False
@@ -123,6 +143,28 @@ class Database:
             return
         with self.engine.connect() as connection:
             connection.exec_driver_sql(f"PRAGMA wal_checkpoint({'TRUNCATE' if truncate else 'PASSIVE'})")
+
+    def writable(self) -> str:
+        """"ok", or why nothing can be written now ("read-only", "locked", "unreachable"): a write that is
+        rolled back, waiting at most a second for a lock."""
+        sqlite = self.dialect == "sqlite"
+        try:
+            with self.engine.connect() as connection:
+                if sqlite:
+                    connection.exec_driver_sql("PRAGMA busy_timeout=1000")
+                    connection.commit()
+                try:
+                    if not sqlite:
+                        connection.exec_driver_sql("SET LOCAL lock_timeout = '1s'")
+                    connection.exec_driver_sql("UPDATE competition SET id = id WHERE id = 1")
+                finally:
+                    connection.rollback()
+                    if sqlite:
+                        connection.exec_driver_sql(f"PRAGMA busy_timeout={int(self.lock_timeout_s * 1000)}")
+                        connection.commit()
+        except DBAPIError as exc:
+            return database_problem(exc) or "unreachable"
+        return "ok"
 
     def dispose(self) -> None:
         self.engine.dispose()

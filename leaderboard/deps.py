@@ -6,24 +6,27 @@ app with its own ``Settings`` or override any of these with ``app.dependency_ove
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
-from fastapi import Depends, Header, Request, Response, UploadFile
+from fastapi import Depends, Header, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from leaderboard.auth import bearer_token
+from leaderboard.auth import bearer_token, parse_token
 from leaderboard.board_cache import BoardCache, BoardSnapshot
-from leaderboard.errors import Forbidden, PayloadTooLarge, Unauthorised
+from leaderboard.errors import Forbidden, LimitReached, Unauthorised
 from leaderboard.models import utcnow
 from leaderboard.scorer import Scorer
 from leaderboard.service import Leaderboard
 from leaderboard.settings import Settings
 from leaderboard.throttle import TokenThrottle
+from leaderboard.uploads import BadForm, FormReader, ReceivedFile
 from leaderboard.views import TeamInfo
 
-READ_CHUNK = 1 << 20
 T = TypeVar("T")
+THROTTLE_WAIT_S = 0.005
+THROTTLE_MAX_WAIT_S = 30.0
 
 
 def get_settings(request: Request) -> Settings:
@@ -42,17 +45,36 @@ def get_board_cache(request: Request) -> BoardCache:
     return request.app.state.board_cache
 
 
-async def throttled(request: Request, check: Callable[..., T], *args: object) -> T:
-    """Run a token check under the client's throttle (leaderboard.throttle): 429 while the client's
-    budget of wrong tokens is spent; an Unauthorised answer spends one unit."""
+def client_address(request: Request) -> str:
+    """The client's address as the server sees it (behind a proxy, the forwarded one uvicorn trusts)."""
+    return request.client.host if request.client else "unknown"
+
+
+async def throttled(request: Request, check: Callable[..., T], token: str | None, *args: object) -> T:
+    """``check(token, *args)`` under the token throttle (leaderboard.throttle): 429 while the claimed
+    team or the client's address has spent its budget of wrong tokens; a right token gives its
+    reservation back. A missing token is refused (401) without spending anything."""
+    if not token:
+        raise Unauthorised("A valid team token is required (Authorization: Bearer TOKEN).")
     throttle: TokenThrottle = request.app.state.token_throttle
-    client = request.client.host if request.client else "unknown"
-    throttle.check(client)
+    parsed = parse_token(token)
+    waited = 0.0
+    while (reservation := throttle.reserve(client_address(request), parsed[0] if parsed else None)) is None:
+        if waited > THROTTLE_MAX_WAIT_S:
+            raise LimitReached("Too many token checks at once; try again in a few seconds.",
+                               headers={"Retry-After": "5"})
+        await asyncio.sleep(THROTTLE_WAIT_S)  # checks in flight may give their units back
+        waited += THROTTLE_WAIT_S
     try:
-        return await run_in_threadpool(check, *args)
+        result = await run_in_threadpool(check, token, *args)
     except Unauthorised:
-        throttle.failed(client)
+        throttle.settle(reservation, right=False)
         raise
+    except BaseException:
+        throttle.settle(reservation, right=True)  # not a wrong token: a fault on the way
+        raise
+    throttle.settle(reservation, right=True)
+    return result
 
 
 async def current_team(
@@ -62,20 +84,6 @@ async def current_team(
 ) -> TeamInfo:
     """The team of the ``Authorization: Bearer TOKEN`` header; 401 otherwise (429 when guessing)."""
     return await throttled(request, leaderboard.authenticate, bearer_token(authorization))
-
-
-async def read_upload(upload: UploadFile, max_bytes: int) -> bytes:
-    """The uploaded file's bytes, refusing (413) past ``max_bytes`` without reading further."""
-    chunks, total = [], 0
-    while chunk := await upload.read(READ_CHUNK):
-        total += len(chunk)
-        if total > max_bytes:
-            raise PayloadTooLarge(
-                f"The file is larger than the server's limit of {max_bytes / 2**20:.1f} MiB.",
-                max_upload_bytes=max_bytes,
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 PRIVATE_HIDDEN = "The private leaderboard is shown after the deadline or when the host reveals it."
@@ -93,15 +101,34 @@ async def board_snapshot(cache: BoardCache, board: str) -> BoardSnapshot:
     return snapshot
 
 
+Admission = Callable[[dict[str, str]], Awaitable[None]]
+
+
+async def receive_submission(request: Request, settings: Settings,
+                             admit: Admission) -> tuple[dict[str, str], ReceivedFile]:
+    """The upload's form fields and file, ``admit`` run before the file is read (leaderboard.uploads)."""
+    fields, received = await FormReader(request, settings.max_upload_bytes, admit).read()
+    if received is None:
+        raise BadForm("Bad request: the submission CSV goes in the multipart field 'file'.")
+    return fields, received
+
+
+async def admit_upload(leaderboard: Leaderboard, settings: Settings, team: TeamInfo) -> None:
+    """The checks an upload passes before its body is read (``Leaderboard.admit``)."""
+    await run_in_threadpool(leaderboard.admit, team, max_uncounted_per_day=settings.max_uncounted_per_day)
+
+
 async def submit_file(leaderboard: Leaderboard, scorer: Scorer, cache: BoardCache, settings: Settings,
-                      team: TeamInfo, upload: UploadFile, description: str | None = None) -> dict:
-    """Read, score and count one upload under the server's caps (the API's and the form's way in)."""
-    content = await read_upload(upload, settings.max_upload_bytes)
-    result = await run_in_threadpool(
-        leaderboard.submit, team, content, upload.filename, scorer.score, scorer_version=scorer.version,
-        max_uncounted_per_day=settings.max_uncounted_per_day, max_team_bytes=settings.max_team_bytes,
-        description=description,
-    )
+                      team: TeamInfo, upload: ReceivedFile, description: str | None = None) -> dict:
+    """Score and count one received upload under the server's caps (the API's and the form's way in)."""
+    try:
+        result = await run_in_threadpool(
+            leaderboard.submit, team, upload, upload.file_name, scorer.score, scorer_version=scorer.version,
+            max_uncounted_per_day=settings.max_uncounted_per_day, max_team_bytes=settings.max_team_bytes,
+            description=description,
+        )
+    finally:
+        upload.close()
     cache.invalidate()
     return result
 

@@ -25,9 +25,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-# 2: submission.description; 3: competition.private_intervals and submission.private_interval.
-# `tpugraphs leaderboard upgrade` brings an older database up (UPGRADES below).
-SCHEMA_VERSION = 3
+# The layout of these tables; a database of another version is refused with both versions named.
+SCHEMA_VERSION = 1
 MAX_ID = 2**31 - 1  # the largest INTEGER key on PostgreSQL; a larger id names no row
 
 # Submission statuses. "received" is transient: scoring is synchronous, so a row keeps it only while
@@ -69,7 +68,9 @@ class Team(Base):
     __tablename__ = "team"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
+    name: Mapped[str] = mapped_column(String(100))  # as shown (leaderboard.names.displayed)
+    # What the name looks like (leaderboard.names.name_key): two teams never look alike.
+    name_key: Mapped[str] = mapped_column(String(400), unique=True)
     token_hash: Mapped[str] = mapped_column(String(64))  # sha256 hex of the token's secret part
     created_at: Mapped[datetime] = mapped_column(DateTime)
     disqualified_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
@@ -104,12 +105,17 @@ class Submission(Base):
     private_interval: Mapped[dict | None] = mapped_column(JSON, nullable=True)
 
 
-# What each schema version adds to the one before: plain statements both SQLite and PostgreSQL run.
-UPGRADES: dict[int, list[str]] = {
-    2: ["ALTER TABLE submission ADD COLUMN description TEXT"],
-    3: ["ALTER TABLE competition ADD COLUMN private_intervals BOOLEAN NOT NULL DEFAULT FALSE",
-        "ALTER TABLE submission ADD COLUMN private_interval JSON"],
-}
+class WebSession(Base):
+    """One sign-in of a browser (leaderboard.sessions): the cookie is ``<id>.<secret>``, only the
+    secret's SHA-256 is stored; sign-out and ``reset-token`` delete the row, which ends the session."""
+
+    __tablename__ = "web_session"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("team.id", ondelete="CASCADE"), index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    browser_digest: Mapped[str] = mapped_column(String(64))  # sessions.key_digest of the browser key
+    created_at: Mapped[datetime] = mapped_column(DateTime)
 
 
 class DailyQuota(Base):

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from competition.scoring import ScoreReport, Solution, score_submission
+from leaderboard.uploads import ReceivedFile
 from leaderboard.version import SCORER_VERSION
 
 MAX_PROBLEMS = 20  # problems listed back to a participant for an invalid file
@@ -37,9 +38,16 @@ class Scorer:
         self.version = SCORER_VERSION
         self._pool = ThreadPoolExecutor(max_workers=max(1, slots), thread_name_prefix="scorer")
 
-    def score(self, content: bytes, source_name: str) -> ScoreReport:
-        """Validate and score one file; raises SubmissionInvalid, ScoringTimeout or a host-side error."""
-        future = self._pool.submit(score_now, content, self.solution, source_name)
+    def score(self, content: bytes | ReceivedFile, source_name: str) -> ScoreReport:
+        """Validate and score one file; raises SubmissionInvalid, ScoringTimeout or a host-side error.
+
+        A ``ReceivedFile`` is read from disk inside the slot, so uploads waiting for one hold no copy.
+        """
+        def run() -> ScoreReport:
+            data = content if isinstance(content, bytes) else content.read()
+            return score_now(data, self.solution, source_name)
+
+        future = self._pool.submit(run)
         try:
             return future.result(timeout=self.timeout_s)
         except FutureTimeout:

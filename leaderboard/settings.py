@@ -45,6 +45,12 @@ class Settings:
             and ``Secure`` anyway. A request that arrives as HTTPS gets them without this.
         full_disclosure: after the close, team pages show the private score of every scored
             submission; by default only of each team's final ones, as on Kaggle.
+        header_timeout_s: a request's line and headers must arrive within this (and a kept-alive
+            connection's next request too); slower connections are closed (``leaderboard.server``).
+        body_timeout_s: a request's body must arrive within this from its headers; slower ones are
+            closed, an upload with nothing stored or counted.
+        db_lock_timeout_s: how long a statement waits for a database lock held elsewhere; past it
+            the request is answered 503 with Retry-After.
     """
 
     db_url: str = DEFAULT_DB_URL
@@ -59,6 +65,9 @@ class Settings:
     public_url: str = ""
     secure_cookies: bool = False
     full_disclosure: bool = False
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 120.0
+    db_lock_timeout_s: float = 5.0
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that :meth:`from_env` reads back."""

@@ -9,14 +9,8 @@ the new value on each submission.
 from __future__ import annotations
 
 import hashlib
-from importlib import metadata
 
-
-def _kit_version() -> str:
-    try:
-        return metadata.version("tpugraphs-kit")
-    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
+from competition.version import kit_version
 
 
 def scorer_version() -> str:
@@ -27,7 +21,7 @@ def scorer_version() -> str:
     for relative in rules_files():
         digest.update(relative.as_posix().encode())
         digest.update((PACKAGE_DIR / relative).read_bytes())
-    return f"{_kit_version()}+{digest.hexdigest()[:12]}"
+    return f"{kit_version()}+{digest.hexdigest()[:12]}"
 
 
 SCORER_VERSION = scorer_version()

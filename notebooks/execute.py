@@ -1,4 +1,4 @@
-"""Execute the starter notebooks in place and stamp them with the code they ran (``make notebooks``).
+"""Execute the starter notebooks in place, stamped with what their outputs come from (``make notebooks``).
 
     python notebooks/execute.py                  # all five, on the small embedded competition
     python notebooks/execute.py 03_*.ipynb       # some of them
@@ -10,13 +10,14 @@ started in ``notebooks/`` as Jupyter starts it (its first cell imports the clone
 ``data/demo`` is reused when ``make demo`` built exactly it), and is written back with its outputs, so
 GitHub previews it. Its metadata records, under ``tpugraphs``:
 
-- ``sources``: every file of the repository that the kernel imported, with a hash of its contents;
 - ``cells``: a hash of the notebook's own code cells;
+- ``kit``: the kit's version (the installed package's, as the leaderboard's scorer version reads it);
 - ``data``: the scale, seed and generator version of the competition it ran on.
 
-``tests/test_notebooks.py`` recomputes these from the working tree: when the code a notebook ran
-changes and the notebook is not re-executed, the test fails and names the files. Hashes of sources,
-not of outputs: timings and machine differences never make a notebook stale, a code change always does.
+``tests/test_notebooks.py`` recomputes these: a notebook whose cells changed, or that ran on another
+release of the kit or another generator, fails the test until it is re-executed. An edit elsewhere in
+the kit between releases does not make a notebook stale: the slow test of ``tests/test_notebooks.py``
+executes every notebook against the working tree, so such an edit that breaks one fails there.
 """
 
 from __future__ import annotations
@@ -35,17 +36,6 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 METADATA_KEY = "tpugraphs"
 CELL_TIMEOUT_S = 1800  # the small competition: the longest cell (notebook 03's training) takes minutes
 
-# Run in the kernel after the last cell: the repository's files it imported.
-_LOADED_FILES = """
-import json as _json, sys as _sys
-print(_json.dumps(sorted({_m.__file__ for _m in list(_sys.modules.values()) if getattr(_m, "__file__", None)})))
-"""
-
-
-def file_hash(path: Path) -> str:
-    """A hash of a text file's contents, the same on every machine (line endings normalised)."""
-    return hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest()[:16]
-
 
 def cells_hash(nb: dict) -> str:
     """A hash of the notebook's code cells, in order."""
@@ -60,40 +50,31 @@ def data_stamp(scale: str, seed: int = 0) -> dict:
     return {"scale": scale, "seed": seed, "generator_version": GENERATOR_VERSION}
 
 
-def repository_files(loaded: list[str], root: Path = ROOT) -> list[str]:
-    """The loaded files that are the repository's own Python code (not the notebooks, not the venv)."""
-    own = []
-    for name in loaded:
-        path = Path(name)
-        if not path.is_absolute():  # a module made from a string (e.g. by a library's code generator)
-            continue
-        path = path.resolve()
-        if path.suffix != ".py" or not path.is_relative_to(root):
-            continue
-        relative = path.relative_to(root)
-        if relative.parts[0] in ("notebooks", "tests") or relative.parts[0].startswith("."):
-            continue
-        own.append(relative.as_posix())
-    return sorted(set(own))
+def stamp(nb: dict, scale: str) -> dict:
+    """What a notebook's outputs come from: its code cells, the kit's release and the competition."""
+    from competition.version import kit_version
+
+    return {"cells": cells_hash(nb), "kit": kit_version(), "data": data_stamp(scale)}
 
 
-def stale_reasons(path: Path, root: Path = ROOT) -> list[str]:
-    """Why the committed outputs of ``path`` may not come from the current code (empty: they do)."""
+def stale_reasons(path: Path) -> list[str]:
+    """Why the committed outputs of ``path`` may not come from its cells on this release (empty: they do)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
-    stamp = nb.get("metadata", {}).get(METADATA_KEY)
-    if not stamp:
+    recorded = nb.get("metadata", {}).get(METADATA_KEY)
+    if not recorded:
         return ["never executed by notebooks/execute.py (no metadata.tpugraphs)"]
     reasons = []
-    if stamp.get("cells") != cells_hash(nb):
+    if recorded.get("cells") != cells_hash(nb):
         reasons.append("its code cells changed since it was executed")
-    current = data_stamp(stamp.get("data", {}).get("scale", "small"), stamp.get("data", {}).get("seed", 0))
-    if stamp.get("data") != current:
-        reasons.append(f"executed on {stamp.get('data')}, the generator now makes {current}")
-    changed = [name for name, digest in stamp.get("sources", {}).items()
-               if not (root / name).is_file() or file_hash(root / name) != digest]
-    if changed:
-        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
-        reasons.append(f"code it ran changed: {shown}")
+    ran_on = recorded.get("data", {})
+    current = data_stamp(ran_on.get("scale", "small"), ran_on.get("seed", 0))
+    if ran_on != current:
+        reasons.append(f"executed on {ran_on}, the generator now makes {current}")
+    from competition.version import kit_version
+
+    ran_with, current_kit = recorded.get("kit", "(not recorded)"), kit_version()
+    if ran_with != current_kit:
+        reasons.append(f"executed with kit {ran_with}, this is kit {current_kit}")
     return reasons
 
 
@@ -107,13 +88,11 @@ def kernel_path(folder: Path) -> Path:
     return folder
 
 
-def execute(nb, workdir: Path, *, timeout_func=None, cell_timeout: int = CELL_TIMEOUT_S) -> list[str]:
-    """Execute ``nb`` (an nbformat notebook, changed in place) in ``workdir``; return the files the kernel
-    had imported at the end. Needs ``JUPYTER_PATH`` to name a ``python3`` kernel (``kernel_path``)."""
-    import nbformat
+def execute(nb, workdir: Path, *, timeout_func=None, cell_timeout: int = CELL_TIMEOUT_S) -> None:
+    """Execute ``nb`` (an nbformat notebook, changed in place) in ``workdir``. Needs ``JUPYTER_PATH`` to
+    name a ``python3`` kernel (``kernel_path``)."""
     from nbclient import NotebookClient
 
-    probe = nbformat.v4.new_code_cell(_LOADED_FILES)
     client = NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(workdir)}},
                             timeout=cell_timeout, timeout_func=timeout_func, startup_timeout=60)
     client.reset_execution_trackers()  # as NotebookClient.execute does; it keeps display ids per run
@@ -122,13 +101,6 @@ def execute(nb, workdir: Path, *, timeout_func=None, cell_timeout: int = CELL_TI
         nb.metadata["language_info"] = info["content"]["language_info"]
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
-        nb.cells.append(probe)
-        try:
-            client.execute_cell(probe, len(nb.cells) - 1)
-        finally:
-            nb.cells.pop()
-    text = "".join(o.get("text", "") for o in probe.outputs if o.get("output_type") == "stream")
-    return json.loads(text.strip().splitlines()[-1])
 
 
 def relative_outputs(nb, root: Path = ROOT) -> None:
@@ -152,14 +124,10 @@ def run_one(path: Path, scale: str) -> float:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     started = time.monotonic()
-    loaded = execute(nb, NOTEBOOK_DIR)
+    execute(nb, NOTEBOOK_DIR)
     seconds = time.monotonic() - started
     relative_outputs(nb)
-    nb.metadata[METADATA_KEY] = {
-        "data": data_stamp(scale),
-        "cells": cells_hash(nb),
-        "sources": {name: file_hash(ROOT / name) for name in repository_files(loaded)},
-    }
+    nb.metadata[METADATA_KEY] = stamp(nb, scale)
     nbformat.write(nb, path)
     return seconds
 

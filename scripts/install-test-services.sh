@@ -7,9 +7,12 @@ set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
+# PyICU (the leaderboard's look-alike team names) compiles against the system's ICU.
+pkg-config --exists icu-i18n 2>/dev/null || missing+=(libicu-dev pkg-config)
+command -v g++ >/dev/null || missing+=(g++)
 
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "chromium and postgresql are already installed"
+    echo "chromium, postgresql and the ICU headers are already installed"
     exit 0
 fi
 

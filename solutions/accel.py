@@ -81,8 +81,8 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
     total = out.index_add_(dim, index, src)
     if reduce == "sum":
         return total
-    # The mean as sum / count: scatter_reduce_'s own "mean" is ~10x slower, forward and backward
-    # (benchmarks/bench_accel.py). An empty group divides 0 by 1.
+    # The mean as sum / count: scatter_reduce_'s own "mean" is slower, forward and backward. An empty
+    # group divides 0 by 1.
     count = torch.bincount(index, minlength=size).clamp_(min=1).to(src.dtype)
     return total / count.view(view)
 
@@ -131,7 +131,7 @@ def segment(src: torch.Tensor, ptr: torch.Tensor, *, reduce: str = "sum") -> tor
 
         return torch_scatter.segment_csr(src, ptr, reduce=reduce)
     if reduce == "max" and src.requires_grad and torch.is_grad_enabled():
-        # When training: segment_reduce's backward is ~3x faster than scatter_reduce_'s (its forward is
+        # When training: segment_reduce's backward is faster than scatter_reduce_'s (its forward is
         # slower, so prediction keeps scatter_reduce_). Both share a tie's gradient evenly.
         out = torch.segment_reduce(src, "max", lengths=counts, axis=0, unsafe=True)
         # an empty segment: -inf -> 0

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-NO_PRUNING = "none"  # solutions.pruning.NO_PRUNING, spelled here so that building the parser stays light
-
 HELP = "train a reference solution on the train split, score it on valid, write a test submission"
 EPILOG = """\
 For each collection (all five unless --collection is given) the method is trained on the train split,
@@ -70,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", metavar="SUB.csv", help="the submission file to write")
     parser.add_argument("--list-params", action="store_true",
                         help="print the settings of --method (for --param) with their defaults and "
-                             "meanings, and exit")
+                             "meanings, and exit; with --collection, the defaults that collection starts "
+                             "from")
     parser.add_argument("--collection", action="append", choices=COLLECTION_NAMES, metavar="NAME",
                         help="solve only this collection (repeatable; default: all five: "
                              f"{', '.join(COLLECTION_NAMES)})")
@@ -113,9 +112,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def param_texts(items: list[str], *, no_prune: bool) -> dict[str, str]:
-    """``["hidden=64", "loss=listmle"]`` -> ``{"hidden": "64", "loss": "listmle"}`` (the method's schema
+    """``["hidden=64", "fusion=early"]`` -> ``{"hidden": "64", "fusion": "early"}`` (the method's schema
     reads each text, ``solutions.runner.parse_method_params``); ``--no-prune`` is ``pruning=none``."""
     from competition.errors import UsageError
+    from solutions.pruning import NO_PRUNING
 
     texts: dict[str, str] = {}
     for item in items:
@@ -158,9 +158,18 @@ def parse_seeds(text: str | None, seed: int) -> list[int] | None:
     return seeds
 
 
+def _has_setting(method: str, name: str) -> bool:
+    """Whether ``--method method`` has the setting ``name`` (read from its settings, no training code)."""
+    from solutions.method import get_method
+    from solutions.settings import schema
+
+    settings = get_method(method).load_settings()
+    return settings is not None and name in schema(settings.settings_class)
+
+
 def _input_failed(message: str, to_stdout: bool) -> int:
     """Exit 1 with ``message`` on stderr (and, for ``--json``, as one JSON document on stdout)."""
-    from competition.commands._json import message_problem, problems_document
+    from competition.commands.json_problems import message_problem, problems_document
 
     print(f"tpugraphs solve: {message}", file=sys.stderr)
     if to_stdout:
@@ -179,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list_params:
         try:
-            print(describe_params(args.method, as_json=args.json == "-"))
+            print(describe_params(args.method, as_json=args.json == "-", collections=args.collection))
         except SolveError as exc:
             raise UsageError(str(exc)) from None
         return 0
@@ -189,9 +198,8 @@ def run(args: argparse.Namespace) -> int:
     if args.time_budget is not None and args.time_budget <= 0:
         raise UsageError(f"--time-budget must be > 0 seconds, got {args.time_budget}")
     texts = param_texts(args.param, no_prune=not args.prune)
-    if not args.prune and args.method in METHODS and args.method != "gnn":
-        raise UsageError(f"--no-prune: --method {args.method} prunes no graphs (only the gnn has a "
-                         "pruning setting)")
+    if not args.prune and args.method in METHODS and not _has_setting(args.method, "pruning"):
+        raise UsageError(f"--no-prune: --method {args.method} prunes no graphs (it has no pruning setting)")
     try:  # every --param read and checked by the method's schema before any data is read
         params = parse_method_params(args.method, texts)
     except SolveError as exc:

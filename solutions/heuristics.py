@@ -30,25 +30,22 @@ The rules (the numbers are priors, not fitted):
   (-1) vector leaves the choice to the compiler, assumed to pick what the neighbour expects (else the
   default descending layout) and a bitcast.
 
-Rule 1 (before 2026-11) also charged x3 for every tensor whose layout disagreed with its neighbour's
-(a relayout copy). On every labelled real layout graph at hand that charge made the ranking worse
-(Kendall tau -0.27 / +0.04 / +0.17 / -0.12 against -0.00 / +0.25 / +0.56 / +0.23 without it), and the
-embedded competition has had no such cost since generator version 5; the real graphs' reshapes are
-all bitcasts. Rule 2 charged each output's padded elements, whatever the work behind them: a padded
-weight gradient behind 96^3 activations then cost what one behind 48^3 did, where the real runtimes
-charge it by its work (rule 3 ranks the same graphs at +0.03 / +0.27 / +0.72 / +0.26). Figures:
-BENCHMARKS.md, "The heuristic".
+Why rule 3, and what rules 1 and 2 measured: docs/defaults.md and
+docs/journal/2026-11-26-heuristic-layout-rules-2-and-3.md.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from competition.collections import Collection
 from competition.data.graphs import Graph, TileGraph
+from competition.tasks import TASKS, Task
+from solutions.features.kinds import LAYOUT_ROWS, TILE_BOUNDS, feature_plan
 from solutions.features.layout_geometry import layout_context, layout_geometry
 from solutions.features.shapes import config_chunks
 from solutions.features.tile import tile_geometry
@@ -56,7 +53,7 @@ from solutions.method import FitOptions, SavedModelError, SplitSource, read_save
 from solutions.versions import VersionLog, is_whole_version
 
 HEURISTIC_FILE = "heuristic.json"
-RULE_VERSION = 3  # bump when a task's rule changes (and say what in RULES)
+RULE_VERSION = 3  # bump when a task's rule changes (and say what in RULE_CHANGES)
 
 
 def tile_cost(graph: TileGraph) -> np.ndarray:
@@ -72,15 +69,17 @@ def layout_cost(graph: Graph) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-# The rule of each task kind, by task name.
-COST_RULES = {"tile": tile_cost, "layout": layout_cost}
-# What each version changed, and in which task's rule: a heuristic saved before a change to its task's
-# rule refuses to load, naming the change; one whose task's rule did not change loads (versions 2 and 3
-# changed the layout rule only, so a tile heuristic saved by any version still loads).
-RULES = VersionLog(RULE_VERSION, {
+def cost_rule(task: Task) -> Callable[[Graph], np.ndarray] | None:
+    """The rule for ``task``'s configs (``solutions.features.kinds.feature_plan``: layout rows or tile
+    bounds); None for configs the rule knows nothing of."""
+    return {LAYOUT_ROWS: layout_cost, TILE_BOUNDS: tile_cost}.get(feature_plan(task))
+
+# What each version changed, and in which task's rule: a heuristic saved by another version refuses to
+# load, naming what changed for its task.
+RULE_CHANGES = VersionLog(RULE_VERSION, {
     2: ("layout", "each output's padded elements, without rule 1's x3 charge for disagreeing neighbours"),
     3: ("layout", "a roofline, the longer of the padded matrix work and the memory traffic"),
-}, tasks=tuple(COST_RULES))
+})
 
 
 class HeuristicMethod:
@@ -100,10 +99,10 @@ class HeuristicMethod:
     def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
         """(c,) float64 log of the estimated cost, lower = faster.
 
-        A task kind without a rule in ``COST_RULES`` gets the same cost for every config: the ranking is
+        A task kind without a rule (``cost_rule``) gets the same cost for every config: the ranking is
         then the config order, a valid row whatever the kind.
         """
-        rule = COST_RULES.get(graph.task.name)
+        rule = cost_rule(graph.task)
         cost = rule(graph) if rule is not None else np.zeros(graph.num_configs)
         return np.log1p(np.nan_to_num(cost, nan=0.0, posinf=np.finfo(np.float64).max))
 
@@ -119,15 +118,15 @@ class HeuristicMethod:
 
     @classmethod
     def load(cls, path: Path) -> HeuristicMethod:
-        """The saved heuristic, when this code computes its task's rule as it did (a file saved without
-        its task, before 2026-11-27, must be of this very version)."""
+        """The saved heuristic, when it was saved with this code's rule version (SavedModelError, one line
+        naming what changed, otherwise)."""
         file = Path(path) / HEURISTIC_FILE
         data = read_saved_json(file)
         version, task = data.get("rule_version"), data.get("task")
-        task = task if isinstance(task, str) and task in COST_RULES else None  # unrecorded or unknown
-        if not RULES.computes_the_same(task, version):
+        task = task if isinstance(task, str) and task in TASKS else None  # unrecorded or unknown
+        if not RULE_CHANGES.is_current(version):
             changes = "; ".join(f"rule {v} changed the {changed} rule to {what}"
-                                for v, changed, what in RULES.changes_since(task, version))
+                                for v, changed, what in RULE_CHANGES.changes_since(task, version))
             shown = version if is_whole_version(version) else f"{version!r} (not a whole number)"
             raise SavedModelError(f"{file}: saved heuristic rule version {shown}, this code has "
                                   f"{RULE_VERSION}{f' ({changes})' if changes else ''}; run without "

@@ -1,4 +1,6 @@
-"""Layout configs drawn the way the dataset's random search draws them (``tpugraphs rank --sample``).
+"""Layout configs drawn from the menus of given configs (``tpugraphs rank --sample`` on a program that has
+configs: its measured ones or a ``--configs`` file), the way the dataset's random search draws them.
+A program without configs is sampled from its layout space instead (``solutions.layout_space``).
 
 The configurable nodes whose settings are identical in every given config form one layout group (the
 dataset ties them); each group picks one setting of its menu: the settings its nodes take in the given
@@ -9,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SLOTS = 6  # layout dims per tensor in node_config_feat (output, input, kernel: 3 x 6 = 18 columns)
-TENSORS = ("output", "input", "kernel")
+from solutions.layout_space import SLOTS, TENSORS
 
 
 def layout_groups(configs: np.ndarray) -> np.ndarray:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterator
+import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -22,6 +23,9 @@ from competition.collections import COLLECTION_BY_NAME, Collection, Split
 from competition.data.graphs import Graph, iter_split, list_split
 from competition.data.processed_cache import iter_cached_split
 from competition.data.tree import split_dir
+
+if typing.TYPE_CHECKING:
+    from solutions.settings import MethodSettings
 
 
 @dataclass(frozen=True)
@@ -94,11 +98,10 @@ def with_random_search(source: SplitSource) -> SplitSource:
 
     The configs of a default search differ little (real runtimes within 2 % of each other), so its
     graphs teach little about what makes a layout slow, and the random search of the same source shows
-    it on the same kind of programs and chip. Trained on the embedded competition's two searches, gbdt
-    and the gnn rank the real default-search graphs better; with plenty of default-search data of their
-    own (the full-size competition, or a real graph's own configs) it is level or worse and doubles
-    the training, so the methods' ``learn_from_random_search`` is off by default (BENCHMARKS.md, "Real
-    data"). Any other source is returned as it is.
+    it on the same kind of programs and chip. The methods train on their own collection only (learning
+    from the random search too lost on real data: docs/journal/2026-11-28-settings-1.0.md); the
+    real-data benchmark's within-graph tree still reads a program's random search beside it. Any other
+    source is returned as it is.
     """
     collection = source.collection
     if collection.search != "default" or source.also:
@@ -129,6 +132,13 @@ class SavedModelError(ValueError):
     The message names the file and what is wrong; ``tpugraphs solve --predict-only`` shows it as a
     usage error instead of predicting with different settings.
     """
+
+
+def retrain_command(method: str, collection: object) -> str:
+    """The command that trains a saved model of ``method`` again (on ``collection`` when the file names
+    one), for the refusal of a model this kit cannot use."""
+    name = collection if isinstance(collection, str) and collection else "NAME"
+    return f"tpugraphs solve --method {method} --collection {name} --data PUBLIC_DIR --out SUB.csv"
 
 
 def read_saved_json(file: Path) -> dict:
@@ -189,10 +199,29 @@ class MethodInfo:
     description: str
     learned: bool = True
     uses_device: bool = False  # runs on --device (torch); --device auto then looks for a GPU
+    # "module:NAME" of its MethodSettings ("": no settings), in a module that imports no torch or lightgbm
+    settings_target: str = ""
 
     def load_class(self) -> type:
-        module_name, class_name = self.target.split(":")
-        return getattr(importlib.import_module(module_name), class_name)
+        return _load(self.target)
+
+    def load_settings(self) -> MethodSettings | None:
+        """The method's settings (``solutions.settings.MethodSettings``), read without importing what
+        training needs; None for a method without settings."""
+        return _load(self.settings_target) if self.settings_target else None
+
+    def build(self, collection: Collection, params: Mapping[str, object]) -> RankingMethod:
+        """The method for ``collection``: its settings resolved once (``MethodSettings.resolve``: the
+        collection's defaults, then ``params``) and handed to the constructor whole."""
+        settings = self.load_settings()
+        if settings is None:
+            return self.load_class()(**params)
+        return self.load_class()(settings.resolve(collection, params))
+
+
+def _load(target: str) -> typing.Any:
+    module_name, name = target.split(":")
+    return getattr(importlib.import_module(module_name), name)
 
 
 METHODS: dict[str, MethodInfo] = {
@@ -202,10 +231,11 @@ METHODS: dict[str, MethodInfo] = {
         MethodInfo("heuristic", "solutions.heuristics:HeuristicMethod",
                    "non-learned rule of thumb from the config features (see solutions/heuristics.py)", False),
         MethodInfo("gbdt", "solutions.gbdt:GBDTRanker",
-                   "LightGBM lambdarank on engineered graph and config features (fast on a CPU)"),
+                   "LightGBM lambdarank on engineered graph and config features (fast on a CPU)",
+                   settings_target="solutions.gbdt.settings:SETTINGS"),
         MethodInfo("gnn", "solutions.gnn:GNNRanker",
                    "message passing with PyTorch Geometric and a ranking loss (the default reference)",
-                   uses_device=True),
+                   uses_device=True, settings_target="solutions.gnn.settings:SETTINGS"),
     )
 }
 

@@ -12,7 +12,7 @@ from solutions.settings import schema, shown_value
 class Param:
     name: str
     default: object
-    allowed: str  # e.g. "an integer >= 1", "one of hinge, listmle"
+    allowed: str  # e.g. "an integer >= 1", "one of early, intermediate"
     meaning: str
 
     def to_json(self) -> dict:

@@ -118,9 +118,6 @@ class SolveReport:
                   for c in self.collections if c.seed_validation_scores]
         lines += [f"{c.collection}: {c.details['selection']['note']}."
                   for c in self.collections if _selection_is_notable(c.details)]
-        lines += [f"{c.collection}: also trained on the train graphs of {', '.join(also)} "
-                  f"(learn_from_random_search)."
-                  for c in self.collections if (also := _also_trained_on(c))]
         if not self.complete:
             lines.append(self.partial_note())
         return "\n".join(lines)
@@ -171,13 +168,6 @@ def _selection_is_notable(details: dict) -> bool:
     return (isinstance(selection, dict) and "note" in selection
             and selection.get("mode") == "cross-validation"
             and int(selection.get("cv_folds") or 0) > 0)
-
-
-def _also_trained_on(collection: CollectionReport) -> list[str]:
-    """The other collections whose train graphs a method learned from (``trained_on`` in its summary;
-    ``solutions.method.with_random_search``)."""
-    trained_on = collection.details.get("trained_on") if isinstance(collection.details, dict) else None
-    return [name for name in trained_on or [] if name != collection.collection]
 
 
 def _finite_or_none(value: float) -> float | None:

@@ -39,53 +39,65 @@ def resolve_collections(names: Sequence[str] | None) -> tuple[Collection, ...]:
     return tuple(c for c in COLLECTIONS if c in chosen)
 
 
-def describe_params(method: str, *, as_json: bool = False) -> str:
+def describe_params(method: str, *, as_json: bool = False, collections: Sequence[str] | None = None) -> str:
     """The ``--list-params`` text of a method: each setting, its default, what is allowed and its meaning
     (``as_json``: one JSON document,
-    ``{"method", "settings": [{name, default, allowed, meaning}], "note"}``)."""
-    from solutions.params import format_params
+    ``{"method", "collection", "settings": [{name, default, allowed, meaning}], "note"}``). With one
+    collection the defaults are those it starts from. Imports nothing that training needs."""
+    from solutions.params import describe, format_params
 
     info = resolve_method(method)
-    table = getattr(info.load_class(), "param_table", None)
-    params, note = table() if table is not None else ([], "")
+    settings = info.load_settings()
+    chosen = resolve_collections(collections) if collections else ()
+    if len(chosen) > 1:
+        raise SolveError("--list-params shows one collection's defaults; give --collection once")
+    collection = chosen[0] if chosen else None
+    if settings is None:
+        params, note = [], ""
+    elif collection is None:
+        params, note = describe(settings.settings_class), settings.defaults_note()
+    else:
+        params = describe(settings.settings_class, settings.resolve(collection))
+        note = f"the defaults {collection.name} starts from (a --param still wins)"
     if as_json:
-        return json.dumps({"method": info.name, "settings": [p.to_json() for p in params], "note": note},
-                          indent=2)
-    if table is None:
+        return json.dumps({"method": info.name, "collection": None if collection is None else collection.name,
+                           "settings": [p.to_json() for p in params], "note": note}, indent=2)
+    if settings is None:
         return f"--method {info.name} has no settings (--param is not used)"
     return format_params(info.name, params, note)
 
 
 def parse_method_params(method: str, texts: Mapping[str, str]) -> dict[str, object]:
     """``--param`` texts -> typed values, each read by the method's schema (``solutions.settings``):
-    ``{"hidden": "64"}`` -> ``{"hidden": 64}``. ``SolveError`` (one line) for a name or value refused."""
-    from solutions.settings import SettingError, parse_texts
+    ``{"hidden": "64"}`` -> ``{"hidden": 64}``. ``SolveError`` (one line) for a name or value refused.
+    Imports nothing that training needs."""
+    from solutions.settings import SettingError
 
     info = resolve_method(method)
     if not texts:
         return {}
-    settings_class = getattr(info.load_class(), "settings_class", None)
-    if settings_class is None:
+    settings = info.load_settings()
+    if settings is None:
         raise SolveError(f"--param {', '.join(texts)}: --method {info.name} has no settings")
     try:
-        return parse_texts(settings_class, texts, info.name)
+        return settings.parse(texts)
     except SettingError as exc:
         raise SolveError(str(exc)) from None
 
 
 def check_params(info: MethodInfo, collections: Sequence[Collection], params: Mapping[str, object]) -> None:
-    """Build the settings each chosen collection will be fitted with, so that a value or a combination
+    """Resolve the settings each chosen collection will be fitted with, so that a value or a combination
     the schema refuses stops the run before any data is read or any folder is made."""
     from solutions.settings import SettingError
 
     if not params:
         return
-    settings_for = getattr(info.load_class(), "settings_for", None)
-    if settings_for is None:
+    settings = info.load_settings()
+    if settings is None:
         raise SolveError(f"--param {', '.join(params)}: --method {info.name} has no settings")
     try:
         for collection in collections:
-            settings_for(collection.name, dict(params))
+            settings.resolve(collection, params)
     except SettingError as exc:
         raise SolveError(str(exc)) from None
 

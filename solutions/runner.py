@@ -15,8 +15,8 @@ With several ``seeds`` (``tpugraphs solve --seeds 0,1,2``) step 1 fits one model
 in ``model_dir/<collection>/seed-N/``, listed in ``seeds.json`` there), and steps 2-3 blend the
 seeds' rankings of each graph with the kit's ensemble (``competition.stats.ensemble.blend_row``,
 ``rank-mean``): the report gives each seed's validation score and the blend's, and the blend is what
-is validated and written. Averaging seeds is what the 1st place measured at +0.022 private
-(docs/competition.md, What the winners did).
+is validated and written. The 1st place of the competition averaged seeds too (docs/competition.md,
+What the winners did).
 
 Then the rows are written (``write_submission``) and checked with the submission validator
 against the test files; the report is returned only for a file the validator accepts. A run over
@@ -46,7 +46,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -171,8 +171,6 @@ def predict_rows(method, method_name: str, data_dir: Path, collection: Collectio
 # solve
 
 
-def _make_method(info: MethodInfo, params: Mapping[str, object]):
-    return info.load_class()(**params)  # the settings were checked by check_params before any work
 
 
 #: What a failed load tells ``solve --predict-only`` to do: train first.
@@ -342,94 +340,134 @@ def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: 
     try:  # a failed run leaves no staging folder behind (its models were never put in place)
         reports: list[CollectionReport] = []
         rows: dict[str, np.ndarray] = {}
+        models: list[tuple[int, object]] = []
         for collection in chosen:
-            path = model_dir / collection_slug(collection)
             with PeakMemory() as memory:
-                fit_seconds = 0.0
+                t0 = time.perf_counter()
                 if predict_only:
                     models = load_models(info, saved_folders[collection.name], seed=options.seed,
                                          device=options.device)
+                    fit_seconds = 0.0
                 else:
-                    models = []
-                    t0 = time.perf_counter()
-                    for seed in seeds:
-                        fitted = _make_method(info, params)
-                        fitted.fit(collection, SplitSource(data_dir, collection, "train"),
-                                   SplitSource(data_dir, collection, "valid"), replace(options, seed=seed))
-                        models.append((seed, fitted))
+                    models = _fit_models(info, collection, data_dir, options, params, seeds)
                     fit_seconds = time.perf_counter() - t0
-                    # rank 0 saves, validates and predicts; wait for it, then train the next one
-                    if run is None:
+                    if run is None:  # rank 0 saves, validates and predicts; wait for it, then train the next
                         world_barrier()
                         continue
-                    for seed, fitted in models:  # staged: in place only when the whole run succeeds
-                        fitted.save(_seed_folder(run.path_for(collection.name), seed, len(seeds)))
-                    if len(seeds) > 1:
-                        (run.path_for(collection.name) / SEEDS_FILE).write_text(
-                            json.dumps({"seeds": list(seeds), "blend": BLEND}) + "\n", encoding="utf-8")
-                    run.stamp(collection.name)
-                t0 = time.perf_counter()
-                fitted_models = [model for _, model in models]
-                per_seed: list[list[float]] = [[] for _ in models]
-                blended: list[float] = []
-                for _, graph, rankings, blend in _ranked_graphs(
-                        fitted_models, info.name, data_dir, collection, "valid",
-                        progress=options.progress, cache_dir=options.cache_dir):
-                    for scores, ranking in zip(per_seed, rankings, strict=True):
-                        scores.append(graph_score(collection, ranking, graph))
-                    blended.append(graph_score(collection, blend, graph))
-                valid_scores = np.asarray(blended, dtype=np.float64)
-                score = float(np.mean(valid_scores)) if valid_scores.size else math.nan
-                valid_graphs = int(valid_scores.size)
-                validate_seconds = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                collection_rows = {row_id: blend for row_id, _, _, blend in _ranked_graphs(
-                    fitted_models, info.name, data_dir, collection, "test", progress=options.progress,
-                    cache_dir=options.cache_dir)}
-                predict_seconds = time.perf_counter() - t0
-            rows.update(collection_rows)
-            details = _summary(models[0][1])
-            if len(models) > 1:
-                details["per_seed"] = {str(seed): _summary(model) for seed, model in models}
-            report = CollectionReport(
-                collection=collection.name, metric=collection.metric, validation_score=score,
-                valid_graphs=valid_graphs, test_graphs=len(collection_rows), fit_seconds=fit_seconds,
-                validate_seconds=validate_seconds, predict_seconds=predict_seconds,
-                peak_memory_mb=memory.peak_mb, model_path=path, details=details,
-                valid_graph_scores=valid_scores.tolist(),
-                seed_validation_scores={str(seed): float(np.mean(scores)) if scores else math.nan
-                                        for (seed, _), scores in zip(models, per_seed, strict=True)}
-                if len(models) > 1 else {},
-            )
+                    _stage(run, collection, models, len(seeds))
+                outcome = _validate_and_predict([model for _, model in models], info, data_dir, collection,
+                                                options)
+            rows.update(outcome.rows)
+            report = _collection_report(collection, models, outcome, fit_seconds, memory.peak_mb,
+                                        model_dir / collection_slug(collection))
             reports.append(report)
-            say(f"{collection.name}: validation {collection.metric} {score:.4f} over {valid_graphs} graphs "
-                f"(fit {fit_seconds:.1f} s, predict {validate_seconds + predict_seconds:.1f} s, "
+            predict_seconds = report.validate_seconds + report.predict_seconds
+            say(f"{collection.name}: validation {collection.metric} {report.validation_score:.4f} over "
+                f"{report.valid_graphs} graphs (fit {fit_seconds:.1f} s, predict {predict_seconds:.1f} s, "
                 f"peak {report.peak_memory_mb:.0f} MB)")
             if world is not None:
                 world_barrier()
-
         if not main:
             return None
-        write_submission(out, rows)
-        checked = validate_submission(out, expected_from_data_dir(data_dir, chosen))
-        if not checked.ok:
-            raise RuntimeError(f"the submission written by method {info.name!r} is invalid "
-                               "(a bug in the method):\n"
-                               + format_problems(checked, source_name=str(out)))
-        if run is not None:
-            run.commit(c.name for c in chosen)
-        solved = SolveReport(
-            method=info.name, submission=out, rows=len(rows), collections=reports, options=options,
-            predict_only=predict_only, model_dir=model_dir, seconds=time.perf_counter() - started,
-            process_peak_memory_mb=process_peak_mb(), world_size=1 if world is None else world.size,
-            seeds=[seed for seed, _ in models] if reports else list(seeds),
-        )
-        solved.add_intervals()  # a fixed resampling seed: runs differ only by their scores
-        return solved
+        return _finish(out, rows, data_dir, chosen, info, run, reports, options, predict_only, model_dir,
+                       started, world, [seed for seed, _ in models] if reports else list(seeds))
     except BaseException:
         if run is not None:
             run.abandon()
         raise
+
+
+def _fit_models(info: MethodInfo, collection: Collection, data_dir: Path, options: FitOptions, params: dict,
+                seeds: Sequence[int]) -> list[tuple[int, object]]:
+    """One model per seed, each built with the collection's resolved settings and fitted."""
+    models = []
+    for seed in seeds:
+        fitted = info.build(collection, params)  # checked by check_params before any work
+        fitted.fit(collection, SplitSource(data_dir, collection, "train"),
+                   SplitSource(data_dir, collection, "valid"), replace(options, seed=seed))
+        models.append((seed, fitted))
+    return models
+
+
+def _stage(run: model_store.Run, collection: Collection, models: list[tuple[int, object]],
+           seeds: int) -> None:
+    """Save a collection's models into the run's staging folder (in place only when the run succeeds)."""
+    for seed, fitted in models:
+        fitted.save(_seed_folder(run.path_for(collection.name), seed, seeds))
+    if seeds > 1:
+        (run.path_for(collection.name) / SEEDS_FILE).write_text(
+            json.dumps({"seeds": [seed for seed, _ in models], "blend": BLEND}) + "\n", encoding="utf-8")
+    run.stamp(collection.name)
+
+
+@dataclass
+class _Outcome:
+    """A collection's validation scores (blended and per model) and its test rows."""
+
+    valid_scores: np.ndarray
+    per_model: list[list[float]]
+    validate_seconds: float
+    rows: dict[str, np.ndarray]
+    predict_seconds: float
+
+
+def _validate_and_predict(models: list, info: MethodInfo, data_dir: Path, collection: Collection,
+                          options: FitOptions) -> _Outcome:
+    """Score the models' blended ranking (and each model's) on the valid split, then rank the test split."""
+    t0 = time.perf_counter()
+    per_model: list[list[float]] = [[] for _ in models]
+    blended: list[float] = []
+    for _, graph, rankings, blend in _ranked_graphs(models, info.name, data_dir, collection, "valid",
+                                                    progress=options.progress, cache_dir=options.cache_dir):
+        for scores, ranking in zip(per_model, rankings, strict=True):
+            scores.append(graph_score(collection, ranking, graph))
+        blended.append(graph_score(collection, blend, graph))
+    validate_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rows = {row_id: blend for row_id, _, _, blend in _ranked_graphs(
+        models, info.name, data_dir, collection, "test", progress=options.progress,
+        cache_dir=options.cache_dir)}
+    return _Outcome(np.asarray(blended, dtype=np.float64), per_model, validate_seconds, rows,
+                    time.perf_counter() - t0)
+
+
+def _collection_report(collection: Collection, models: list[tuple[int, object]], outcome: _Outcome,
+                       fit_seconds: float, peak_mb: float, path: Path) -> CollectionReport:
+    details = _summary(models[0][1])
+    if len(models) > 1:
+        details["per_seed"] = {str(seed): _summary(model) for seed, model in models}
+    valid = outcome.valid_scores
+    return CollectionReport(
+        collection=collection.name, metric=collection.metric,
+        validation_score=float(np.mean(valid)) if valid.size else math.nan, valid_graphs=int(valid.size),
+        test_graphs=len(outcome.rows), fit_seconds=fit_seconds, validate_seconds=outcome.validate_seconds,
+        predict_seconds=outcome.predict_seconds, peak_memory_mb=peak_mb, model_path=path, details=details,
+        valid_graph_scores=valid.tolist(),
+        seed_validation_scores={str(seed): float(np.mean(scores)) if scores else math.nan
+                                for (seed, _), scores in zip(models, outcome.per_model, strict=True)}
+        if len(models) > 1 else {},
+    )
+
+
+def _finish(out: Path, rows: dict, data_dir: Path, chosen: Sequence[Collection], info: MethodInfo,
+            run: model_store.Run | None, reports: list[CollectionReport], options: FitOptions,
+            predict_only: bool, model_dir: Path, started: float, world: World | None,
+            seeds: list[int]) -> SolveReport:
+    """Write and check the submission, put the run's models in place, and report."""
+    write_submission(out, rows)
+    checked = validate_submission(out, expected_from_data_dir(data_dir, chosen))
+    if not checked.ok:
+        raise RuntimeError(f"the submission written by method {info.name!r} is invalid (a bug in the "
+                           f"method):\n{format_problems(checked, source_name=str(out))}")
+    if run is not None:
+        run.commit(c.name for c in chosen)
+    solved = SolveReport(
+        method=info.name, submission=out, rows=len(rows), collections=reports, options=options,
+        predict_only=predict_only, model_dir=model_dir, seconds=time.perf_counter() - started,
+        process_peak_memory_mb=process_peak_mb(), world_size=1 if world is None else world.size, seeds=seeds,
+    )
+    solved.add_intervals()  # a fixed resampling seed: runs differ only by their scores
+    return solved
 
 
 __all__ = [

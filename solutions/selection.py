@@ -3,7 +3,7 @@
 The tile metric looks at the top 5 configs only, so a kernel with 5 configs or fewer scores exactly
 1.0 whatever the model predicts, and one with 6..7 configs nearly so. On real tile folds whose valid
 kernels had 3 or fewer configs the valid score read 1.000 while the chosen model picked configs
-3.6-7x slower than the best. Two rules follow:
+several times slower than the best. Two rules follow:
 
 - **Uninformative graphs are left out of selection**: a tile kernel needs at least
   ``MIN_SELECTION_CONFIGS`` (6) configs to count, a layout graph at least 2 (Kendall tau is undefined

@@ -13,6 +13,11 @@ that spells a value in its canonical form). :func:`schema` reads those fields ba
 
 A refusal is a :class:`SettingError` whose message is one line naming the setting, the value and
 what is allowed, e.g. ``setting lr='fast': lr is a number > 0 (default 0.005)``.
+
+:class:`MethodSettings` is the one mechanism every learned method uses: its settings dataclass and the
+collections that start from other defaults, declared in the method's ``settings`` module (which
+imports no torch, torch_geometric or lightgbm), and resolved once per collection
+(:meth:`MethodSettings.resolve`) before a model is built.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from competition.collections import Collection
 
 NONE_WORDS = ("none", "null")  # how a command line spells "no value" for a setting that allows one
 TRUE_WORDS = ("true", "yes", "1", "on")
@@ -59,7 +68,7 @@ class Setting:
         return KINDS[self.kind] + (" or none" if self.optional else "")
 
     def allowed(self) -> str:
-        """What the setting accepts, in words: ``an integer >= 1``, ``one of hinge, listmle``."""
+        """What the setting accepts, in words: ``an integer >= 1``, ``one of early, intermediate``."""
         if self.choices:
             text = "one of " + ", ".join(self.choices)
         elif self.grammar:
@@ -145,8 +154,7 @@ class Setting:
         return int(value) if self.kind is int else float(value)
 
 
-def setting(default: object = dataclasses.MISSING, meaning: str = "", *,
-            default_factory: Callable[[], object] | None = None, low: float | None = None,
+def setting(default: object, meaning: str = "", *, low: float | None = None,
             high: float | None = None, low_open: bool = False, high_open: bool = False,
             choices: Iterable[str] = (), canonical: Callable[[str], str] | None = None,
             grammar: str = "") -> typing.Any:
@@ -154,22 +162,12 @@ def setting(default: object = dataclasses.MISSING, meaning: str = "", *,
     metadata = {"setting": {"meaning": meaning, "low": low, "high": high, "low_open": low_open,
                             "high_open": high_open, "choices": tuple(choices), "canonical": canonical,
                             "grammar": grammar}}
-    if default_factory is not None:
-        return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
 def schema(settings_class: type) -> dict[str, Setting]:
-    """The schema rows of a settings dataclass, in field order (class defaults).
-
-    A default made by a factory (the gnn's ``pruning``, read from ``DEFAULT_PRUNING`` when a config
-    is made) is read again on every call, so the rows never show a stale default.
-    """
-    rows = _rows(settings_class)
-    factories = {f.name: f.default_factory for f in dataclasses.fields(settings_class)
-                 if f.default_factory is not dataclasses.MISSING}
-    return {name: dataclasses.replace(row, default=factories[name]()) if name in factories else row
-            for name, row in rows.items()}
+    """The schema rows of a settings dataclass, in field order (class defaults)."""
+    return _rows(settings_class)
 
 
 @cache
@@ -181,8 +179,7 @@ def _rows(settings_class: type) -> dict[str, Setting]:
         if spec is None:
             raise TypeError(f"{settings_class.__name__}.{field.name} is not declared with setting(...)")
         kind, optional = _kind(hints[field.name], f"{settings_class.__name__}.{field.name}")
-        default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
-        rows[field.name] = Setting(field.name, kind, default, optional=optional, **spec)
+        rows[field.name] = Setting(field.name, kind, field.default, optional=optional, **spec)
     return rows
 
 
@@ -207,11 +204,26 @@ def check_settings(settings: object) -> None:
         object.__setattr__(settings, name, row.check(getattr(settings, name)))
 
 
+def closest_name(name: str, names: Iterable[str]) -> str | None:
+    """The setting ``name`` most likely stands for: the one whose words' initials it spells (``lr`` ->
+    ``learning_rate``), the one it begins, or the closest spelling; None when none is close."""
+    names = list(names)
+    word = name.strip().lower()
+    by_initials = [n for n in names if "_" in n and "".join(part[:1] for part in n.split("_")) == word]
+    if len(by_initials) == 1:
+        return by_initials[0]
+    by_prefix = [n for n in names if len(word) >= 3 and n.startswith(word)]
+    if len(by_prefix) == 1:
+        return by_prefix[0]
+    close = difflib.get_close_matches(word, names, n=1)
+    return close[0] if close else None
+
+
 def unknown_setting(settings_class: type, name: str, method: str) -> SettingError:
-    """The refusal of a name that is not a setting, with the closest one when there is one."""
-    names = list(schema(settings_class))
-    close = difflib.get_close_matches(name, names, n=1)
-    hint = f"did you mean {close[0]}? " if close else ""
+    """The refusal of a name that is not a setting, with the closest one when there is one (the same
+    wording for every method)."""
+    close = closest_name(name, schema(settings_class))
+    hint = f"did you mean {close}? " if close else ""
     return SettingError(f"setting {name}: --method {method} has no such setting; {hint}"
                         f"(tpugraphs solve --method {method} --list-params lists them)")
 
@@ -235,12 +247,6 @@ def check_names(settings_class: type, values: Mapping[str, object], method: str)
             raise unknown_setting(settings_class, name, method)
 
 
-def to_json_schema(settings_class: type) -> list[dict]:
-    """The rows as plain data (``--list-params --json``)."""
-    return [{"name": r.name, "type": r.type_name, "default": r.default, "allowed": r.allowed(),
-             "meaning": r.meaning} for r in schema(settings_class).values()]
-
-
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
@@ -258,3 +264,61 @@ def shown_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    """A learned method's settings: the dataclass that is their schema, and where each collection
+    starts from.
+
+    ``collection_defaults(collection)`` gives the values a collection starts from instead of the class
+    defaults (empty for most); it asks the collection and its task, never a kind's name. Declared once
+    per method in its ``settings`` module; the runner, ``--param``, ``--list-params`` and the saved
+    models read it from there.
+    """
+
+    method: str
+    settings_class: type
+    collection_defaults: Callable[[Collection], Mapping[str, object]]
+
+    def parse(self, texts: Mapping[str, str]) -> dict[str, object]:
+        """``--param`` texts -> typed values (``SettingError`` naming the closest setting)."""
+        return parse_texts(self.settings_class, texts, self.method)
+
+    def defaults_for(self, collection: Collection) -> dict[str, object]:
+        """The settings of ``collection`` that differ from the class defaults."""
+        return dict(self.collection_defaults(collection))
+
+    def resolve(self, collection: Collection, params: Mapping[str, object] | None = None) -> object:
+        """The settings ``collection`` is fitted with: its defaults, then ``params`` (a ``--param``
+        always wins). A collection default that ``params`` rule out gives way (the others are kept);
+        an error left after that is the person's own (``SettingError``)."""
+        params = dict(params or {})
+        check_names(self.settings_class, params, self.method)
+        defaults = self.defaults_for(collection)
+        try:
+            return self.settings_class(**{**defaults, **params})
+        except SettingError:
+            if not defaults:
+                raise
+        kept: dict[str, object] = {}
+        for key, value in defaults.items():
+            try:
+                self.settings_class(**{**kept, key: value, **params})
+            except SettingError:
+                continue
+            kept[key] = value
+        return self.settings_class(**{**kept, **params})
+
+    def differing_collections(self) -> dict[str, dict[str, object]]:
+        """Each collection whose defaults differ from the class defaults, with what differs."""
+        from competition.collections import COLLECTIONS
+
+        return {c.name: values for c in COLLECTIONS if (values := self.defaults_for(c))}
+
+    def defaults_note(self) -> str:
+        """The ``--list-params`` lines naming the collections that start elsewhere."""
+        differ = [f"{name}: " + ", ".join(f"{key}={shown_value(value)}" for key, value in values.items())
+                  for name, values in self.differing_collections().items()]
+        return ("collections that start from other defaults (a --param still wins; --collection NAME "
+                "shows one):\n  " + "\n  ".join(differ)) if differ else ""

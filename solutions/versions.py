@@ -1,8 +1,7 @@
 """Versions of a computation that differs by task (the engineered features, the heuristic's rule).
 
-Each version records which task's computation it changed and how, so a model saved by an older version
-loads when its own task's computation is unchanged (a tile model outlives a layout-only change) and a
-refusal can name what changed.
+A saved model records the version it was computed with; this code loads only its own version and
+refuses any other, naming what changed since for the saved model's task (``changes_since``).
 """
 
 from __future__ import annotations
@@ -22,18 +21,10 @@ class VersionLog:
 
     current: int
     changes: Mapping[int, tuple[str, str]]
-    tasks: tuple[str, ...]
 
-    def same_since(self, task: str | None) -> int:
-        """The first version whose ``task`` computation this code still computes (``current`` for a task
-        it does not know, or None: then only this very version)."""
-        if task not in self.tasks:
-            return self.current
-        return max((v for v, (changed, _) in self.changes.items() if changed == task), default=1)
-
-    def computes_the_same(self, task: str | None, version: object) -> bool:
-        """Whether ``task``'s computation saved as ``version`` is what this code computes."""
-        return is_whole_version(version) and self.same_since(task) <= version <= self.current
+    def is_current(self, version: object) -> bool:
+        """Whether a saved ``version`` is this code's (only then does a saved model load)."""
+        return is_whole_version(version) and version == self.current
 
     def changes_since(self, task: str | None, version: object) -> list[tuple[int, str, str]]:
         """(version, task, what) of each change to ``task`` (to any task when None) after ``version``,

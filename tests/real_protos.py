@@ -17,6 +17,10 @@ from competition.data.realdata import LAYOUT_PROTO, TILE_PROTO
 
 SHARED_REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 KAGGLE_TREE = SHARED_REALDATA / "kaggle"
+KAGGLE_TREE_ABSENT = (
+    "needs real TpuGraphs graphs from the Kaggle download (a Kaggle-layout tree: npz_all/npz/..., not "
+    f"redistributable) at ../shared/realdata/kaggle beside the clone ({KAGGLE_TREE}); runs where that "
+    "folder exists")
 
 __all__ = ["KAGGLE_TREE", "LAYOUT_PROTO", "TILE_PROTO", "needs_kaggle_tree", "needs_realdata"]
 
@@ -37,7 +41,5 @@ def needs_realdata(*protos: Path) -> Callable:
 def needs_kaggle_tree(test: Callable) -> Callable:
     """Mark a test ``realdata`` and skip it where the real Kaggle tree is absent (a clone outside this
     workplace)."""
-    skip = pytest.mark.skipif(not KAGGLE_TREE.is_dir(),
-                              reason=f"the real Kaggle tree is not at {KAGGLE_TREE} (it is not "
-                                     "redistributed)")
+    skip = pytest.mark.skipif(not KAGGLE_TREE.is_dir(), reason=KAGGLE_TREE_ABSENT)
     return pytest.mark.realdata(skip(test))

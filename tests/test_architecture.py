@@ -1,5 +1,6 @@
 """The layers of docs/architecture.md hold: each file imports only what its row of the document's
-import-rules table allows (the table is read from the document, so it is the rule itself).
+import-rules table allows (the table is read from the document, so it is the rule itself). No import
+circle in the kit or the benchmarks, and no function in the kit longer than 80 lines.
 
 Every ``import`` statement is read from the source (module level and inside functions alike), so a
 lazy import that breaks a layer is caught as surely as a top-level one.
@@ -135,9 +136,9 @@ def test_every_file_imports_only_what_its_row_of_the_table_allows():
 def test_the_rules_are_a_closed_list_inside_core():
     # The scorer version hashes these files and the Codabench export copies them: every kit module a rules
     # file imports must be a rules file too, or the exported scorer would not run on its own.
-    from competition.sources import RULES
+    from competition.sources import RULE_FILES
 
-    rules = {f"competition/{name}" for name in RULES}
+    rules = {f"competition/{name}" for name in RULE_FILES}
     assert {"competition/scoring.py", "competition/tasks.py", "competition/metrics/__init__.py"} <= rules
     missing = []
     for relative in sorted(rules):
@@ -145,16 +146,17 @@ def test_the_rules_are_a_closed_list_inside_core():
         assert part_of(relative).name == "core", relative
         for line, module, _ in imported_modules(ROOT / relative):
             if module.split(".")[0] in KIT and module_path(module) not in rules:
-                missing.append(f"{relative}:{line} imports {module}, which is not in RULES")
+                missing.append(f"{relative}:{line} imports {module}, which is not in RULE_FILES")
     assert missing == []
 
 
-def test_the_kit_has_no_import_cycle():
-    # Module-level and lazy imports alike; a package's own __init__ importing its modules is not a cycle.
+def import_cycles(files: list[Path], roots: tuple[str, ...] = (*KIT, "benchmarks")) -> list[str]:
+    """Every loop of imports among ``files`` (module-level and lazy imports alike), as ``a -> b -> a``; a
+    package's own ``__init__`` importing its modules is not one."""
     graph: dict[str, set[str]] = {}
-    for path in KIT_FILES:
+    for path in files:
         relative = path.relative_to(ROOT).as_posix()
-        targets = {module_path(m) for _, m, _ in imported_modules(path) if m.split(".")[0] in KIT}
+        targets = {module_path(m) for _, m, _ in imported_modules(path) if m.split(".")[0] in roots}
         graph[relative] = {t for t in targets if t and t != relative
                            and not (t.endswith("__init__.py")
                                     and relative.startswith(t[: -len("__init__.py")]))}
@@ -174,7 +176,51 @@ def test_the_kit_has_no_import_cycle():
     for node in sorted(graph):
         if node not in state:
             visit(node, [])
-    assert cycles == []
+    return cycles
+
+
+BENCHMARK_FILES = python_files(ROOT / "benchmarks")
+
+
+def test_no_import_cycle_in_the_kit_or_the_benchmarks():
+    assert BENCHMARK_FILES
+    assert import_cycles(KIT_FILES + BENCHMARK_FILES) == []
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(files: list[Path], limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, str, int]]:
+    """``(path:line, name, lines)`` of every function or method longer than ``limit`` lines, from its
+    ``def`` to its last line (a nested function is measured on its own too)."""
+    out = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > limit:
+                    out.append((f"{path.relative_to(ROOT).as_posix()}:{node.lineno}", node.name, lines))
+    return out
+
+
+def test_no_function_is_longer_than_80_lines():
+    assert long_functions(KIT_FILES) == []
+
+
+def test_a_cycle_and_a_long_function_are_caught(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    (tmp_path / "benchmarks").mkdir()
+    first, second = tmp_path / "benchmarks" / "first.py", tmp_path / "benchmarks" / "second.py"
+    first.write_text("from benchmarks.second import B\n")
+    second.write_text("def f():\n    from benchmarks.first import A\n")
+    assert import_cycles([first, second]) == [
+        "benchmarks/first.py -> benchmarks/second.py -> benchmarks/first.py"]
+    body = [f"x = {i}\n" for i in range(MAX_FUNCTION_LINES - 1)]  # a def and these: the longest allowed
+    short = "def short():\n" + "".join("    " + line for line in body)
+    long = "class C:\n    def long(self):\n" + "".join("        " + line for line in body)
+    second.write_text(f"{short}\n\n{long}        return x\n")
+    assert long_functions([second]) == [(f"benchmarks/second.py:{MAX_FUNCTION_LINES + 4}", "long", 81)]
 
 
 COMMAND_MODULES = [*python_files(COMPETITION / "commands"), ROOT / "solutions" / "commands.py",

@@ -235,12 +235,12 @@ def _saved_heuristic(path: Path, data: dict) -> Path:
     return path
 
 
-# A saved heuristic loads when this code computes its task's rule as it did; the tile rule has not
-# changed since rule 1, the layout rule changed in rules 2 and 3. A file without its task (saved before
-# the task was recorded) must be of this very version. The message names what changed.
+# A saved heuristic loads only when it was saved with this code's rule version; the refusal names what
+# changed since for its task (the tile rule has not changed since rule 1, the layout rule changed in rules 2
+# and 3).
 @pytest.mark.parametrize(("data", "refusal"), [
-    ({"rule_version": 1, "task": "tile"}, None),
-    ({"rule_version": 2, "task": "tile"}, None),
+    ({"rule_version": 1, "task": "tile"}, r"rule version 1, this code has 3; run without --predict-only"),
+    ({"rule_version": 2, "task": "tile"}, r"rule version 2, this code has 3; run without --predict-only"),
     ({"rule_version": 3, "task": "tile"}, None),
     ({"rule_version": 3, "task": "layout"}, None),
     ({"rule_version": 3}, None),
@@ -253,7 +253,7 @@ def _saved_heuristic(path: Path, data: dict) -> Path:
     ({"rule_version": 1, "task": "mystery"}, r"rule version 1, this code has 3 \(rule 2 changed the layout"),
 ], ids=["tile-1", "tile-2", "tile-3", "layout-3", "no-task-3", "layout-2", "layout-1", "no-task-2", "newer",
         "string", "bool", "unknown-task"])
-def test_a_saved_heuristic_loads_when_its_tasks_rule_is_unchanged(tmp_path, data, refusal):
+def test_a_saved_heuristic_loads_only_at_this_rule_version(tmp_path, data, refusal):
     path = _saved_heuristic(tmp_path / "model", data)
     if refusal is None:
         assert HeuristicMethod.load(path).task == (data.get("task"))

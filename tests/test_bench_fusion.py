@@ -12,13 +12,14 @@ torch = pytest.importorskip("torch")
 from benchmarks import bench_fusion  # noqa: E402
 from benchmarks.realscale import xla_layout_graph  # noqa: E402
 from solutions.gnn.data import layout_example  # noqa: E402
+from solutions.pruning import OneHop  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def examples():
     graphs = [xla_layout_graph(num_nodes=120, num_edges=180, num_configurable=8, num_configs=6,
                                num_computations=4, seed=seed) for seed in (0, 1)]
-    return [layout_example(f"g{i}", g, prune=True, compress=True) for i, g in enumerate(graphs)]
+    return [layout_example(f"g{i}", g, transform=OneHop(), compress=True) for i, g in enumerate(graphs)]
 
 
 def test_the_measures_run_on_tiny_graphs(examples):

@@ -100,11 +100,11 @@ def test_unknown_method_is_a_usage_error(capsys):
 def test_variant_values_are_read_by_the_method_schema(monkeypatch, capsys):
     monkeypatch.setattr(bench_real, "VARIANTS", dict(bench_real.VARIANTS))  # main registers variants
     # numbers and booleans arrive typed (as `tpugraphs solve --param` reads them), so the method accepts them
-    argv = ["--variant", "quick:gbdt:num_boost_round=20,learn_from_random_search=false", "--methods", "magic",
+    argv = ["--variant", "quick:gbdt:num_boost_round=20,linear_gain=false", "--methods", "magic",
             "--no-protos", "--real", "/nonexistent"]
     assert bench_real.main(argv) == 2  # stops at the unknown method, after reading the variant
     method, params = bench_real.VARIANTS["quick"]
-    assert method == "gbdt" and params == {"num_boost_round": 20, "learn_from_random_search": False}
+    assert method == "gbdt" and params == {"num_boost_round": 20, "linear_gain": False}
     capsys.readouterr()
 
 

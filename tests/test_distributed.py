@@ -79,7 +79,7 @@ def _train_rank(rank: int, world_size: int, init_file: str, tiny: str, out_dir: 
     try:
         collection = COLLECTION_BY_NAME["layout:nlp:random"]
         public = Path(tiny) / "public"
-        ranker = GNNRanker(layout_epochs=2, hidden=8, layers=2, valid_configs=16, training="gst",
+        ranker = GNNRanker(layout_epochs=2, hidden=8, layers=2, layout_valid_configs=16, training="gst",
                            fusion="early", segment_size=64, pruning="none")
         ranker.fit(collection, SplitSource(public, collection, "train"),
                    SplitSource(public, collection, "valid"), FitOptions(progress=False))

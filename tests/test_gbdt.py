@@ -3,8 +3,8 @@ early stopping, learning an obvious signal, determinism and save/load."""
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import replace
 from pathlib import Path
 from unittest import mock
 
@@ -24,17 +24,24 @@ from competition.predictions import ranking_from_predictions
 from competition.tasks import LAYOUT as LAYOUT_TASK
 from competition.tasks import TILE as TILE_TASK
 from solutions.baselines import RandomMethod
-from solutions.features.engineered import FeatureSettings, config_features, feature_names, standardized
+from solutions.features.engineered import (
+    FEATURE_VERSION,
+    FeatureSettings,
+    config_features,
+    feature_names,
+    standardized,
+)
 from solutions.features.graph_facts import graph_feature_names
-from solutions.features.layout import WINNER_FEATURE_NAMES, layout_feature_names, layout_features
+from solutions.features.kinds import feature_plan
+from solutions.features.layout import layout_feature_names, layout_features
 from solutions.features.layout_geometry import layout_context, tied_groups
 from solutions.features.tile import tile_feature_names
-from solutions.gbdt import GBDTRanker, GBDTSettings, pairwise
+from solutions.gbdt import GBDTRanker, pairwise
 from solutions.gbdt.boosting import best_round, has_splittable_feature, official_metric
 from solutions.gbdt.pairwise import PairwiseObjective, pairwise_gradients, pairwise_loss
 from solutions.gbdt.queries import Queries, relevance_labels
 from solutions.heuristics import HeuristicMethod
-from solutions.method import FitOptions, RankingMethod, SplitSource
+from solutions.method import FitOptions, RankingMethod, SavedModelError, SplitSource
 from solutions.runner import graph_score
 from solutions.selection import CROSS_VALIDATION, CV_FOLDS, VALID, cv_fold_of, plan_selection
 from solutions.settings import SettingError
@@ -103,7 +110,7 @@ def signal_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _fit(data_dir: Path, collection: Collection, seed: int = 0, **settings) -> GBDTRanker:
-    ranker = GBDTRanker(replace(GBDTSettings.for_task(collection.task), **{**FAST, **settings}))
+    ranker = GBDTRanker.for_collection(collection, **{**FAST, **settings})  # as tpugraphs solve builds it
     ranker.fit(collection, SplitSource(data_dir, collection, "train"),
                SplitSource(data_dir, collection, "valid"), FitOptions(seed=seed, progress=False))
     return ranker
@@ -133,7 +140,7 @@ def test_feature_matrix_shape_matches_the_names(task: str, center: bool):
     names = feature_names(settings)
     config_names = tile_feature_names() if task == "tile" else layout_feature_names()
     assert len(names) == len(set(names)) == (
-        len(graph_feature_names(task)) + len(config_names) * (2 if center else 1))
+        len(graph_feature_names(feature_plan(task).graph_facts)) + len(config_names) * (2 if center else 1))
     features = config_features(graph, settings)
     assert features.shape == (7, len(names)) and features.dtype == np.float32
     assert np.isfinite(features).all()
@@ -266,35 +273,51 @@ def test_feature_task_must_match_the_graph():
         config_features(make_tile_graph(np.random.default_rng(5), 3), FeatureSettings(task="layout"))
 
 
-def test_feature_settings_refuse_another_version():
-    with pytest.raises(ValueError, match="retrain"):
-        FeatureSettings.from_json({"task": "tile", "center_per_graph": True, "version": -1})
-
-
-# Feature versions 2 to 4 changed layout features only: a tile model of any version computes the same
-# columns and loads (as the current version); a layout model loads only from version 4 on.
-@pytest.mark.parametrize(("task", "version", "loads"), [
-    ("tile", 1, True), ("tile", 2, True), ("tile", 3, True), ("tile", 4, True),
-    ("layout", 1, False), ("layout", 2, False), ("layout", 3, False), ("layout", 4, True),
-    ("tile", 5, False), ("layout", 5, False),  # saved by a newer kit
-    ("tile", "4", False), ("tile", True, False), ("tile", None, False), ("layout", 4.0, False),
-])
-def test_feature_settings_load_the_versions_whose_features_are_unchanged(task, version, loads):
+@pytest.mark.parametrize("version", [1, 3, 5, "4", True, None, 4.0])
+@pytest.mark.parametrize("task", ["tile", "layout"])
+def test_feature_settings_of_another_version_are_refused(task, version):
     saved = {"task": task, "center_per_graph": True, "version": version}
-    if loads:
-        assert FeatureSettings.from_json(saved) == FeatureSettings(task=task, center_per_graph=True)
-    else:
-        # an older layout model also hears what changed since (tile's newer versions: nothing)
-        changed = ""
-        if task == "layout" and version in (1, 2):
-            changed = (r" \(.*version 3: heuristic_log_cost follows the heuristic's layout rule 3, .*; "
-                       r"version 4: .*\)")
-        elif task == "layout" and version == 3:
-            changed = r" \(.*version 4: the input and kernel features of a node whose configs set .*\)"
-        shown = re.escape(str(version))
-        with pytest.raises(ValueError, match=f"saved features are version {shown}, this code computes "
-                                             f"version 4{changed}; retrain the model"):
-            FeatureSettings.from_json(saved)
+    with pytest.raises(ValueError, match=f"saved features are version {re.escape(repr(version))}, this "
+                                         f"code computes version {FEATURE_VERSION}"):
+        FeatureSettings.from_json(saved)
+    saved["version"] = FEATURE_VERSION
+    assert FeatureSettings.from_json(saved) == FeatureSettings(task=task, center_per_graph=True)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda meta: meta.pop("format_version"), "a gbdt model of format version None; this kit reads format "),
+    (lambda meta: meta.update(format_version=1), "a gbdt model of format version 1; this kit reads format "),
+    (lambda meta: meta["features"].update(winner_features=False),
+     "saved feature settings winner_features are not this code's"),
+    (lambda meta: meta["settings"].update(learn_from_random_search=False), "learn_from_random_search"),
+])
+def test_a_saved_model_of_another_format_is_refused_in_one_line(signal_data: Path, tmp_path: Path, edit,
+                                                                 message):
+    _fit(signal_data, TILE).save(tmp_path / "gbdt")
+    meta_path = tmp_path / "gbdt" / "settings.json"
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(SavedModelError) as caught:
+        GBDTRanker.load(tmp_path / "gbdt")
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert str(caught.value).endswith("; retrain it: tpugraphs solve --method gbdt --collection tile:xla "
+                                      "--data PUBLIC_DIR --out SUB.csv")
+
+
+def test_a_saved_model_of_another_feature_version_is_refused_in_one_line(signal_data: Path, tmp_path: Path):
+    _fit(signal_data, TILE).save(tmp_path / "gbdt")
+    meta_path = tmp_path / "gbdt" / "settings.json"
+    meta = json.loads(meta_path.read_text())
+    meta["features"]["version"] = FEATURE_VERSION - 1
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(SavedModelError) as caught:
+        GBDTRanker.load(tmp_path / "gbdt")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{meta_path}: saved features are version "
+                                                      f"{FEATURE_VERSION - 1}, this code computes version")
+    assert message.endswith("; retrain it: tpugraphs solve --method gbdt --collection tile:xla --data "
+                            "PUBLIC_DIR --out SUB.csv")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -394,7 +417,9 @@ def test_bad_settings_are_refused_with_their_name(overrides: dict, error: type, 
 def test_constructor_overrides_are_checked_and_applied(signal_data: Path):
     with pytest.raises(SettingError, match="setting num_rounds: --method gbdt has no such setting"):
         GBDTRanker(num_rounds=3)
-    ranker = GBDTRanker(**{**FAST, "num_boost_round": 12, "min_boost_round": 12})
+    ranker = GBDTRanker.for_collection(TILE, **{**FAST, "num_boost_round": 12, "min_boost_round": 12})
+    assert ranker.settings.num_boost_round == 12 and ranker.settings.ndcg_at == 5  # resolved before fit
+    assert GBDTRanker(num_boost_round=12).settings.ndcg_at is None  # the class defaults, no collection's
     ranker.fit(TILE, SplitSource(signal_data, TILE, "train"), SplitSource(signal_data, TILE, "valid"),
                FitOptions(progress=False))
     assert ranker.settings.num_boost_round == 12 and ranker.settings.ndcg_at == 5  # tile defaults kept
@@ -468,7 +493,7 @@ def test_other_objectives_train_and_predict(signal_data: Path, objective: str):
 def test_fit_without_valid_graphs_cross_validates_the_rounds(signal_data: Path, tmp_path: Path):
     empty_valid = tmp_path / "npz_all" / "npz" / "tile" / "xla" / "valid"
     empty_valid.mkdir(parents=True)
-    ranker = GBDTRanker(replace(GBDTSettings.for_task("tile"), **FAST))
+    ranker = GBDTRanker.for_collection(TILE, **FAST)
     ranker.fit(TILE, SplitSource(signal_data, TILE, "train"), SplitSource(tmp_path, TILE, "valid"),
                FitOptions(progress=False))
     selection = ranker.summary()["selection"]
@@ -489,7 +514,7 @@ def test_tiny_valid_kernels_do_not_choose_the_round(signal_data: Path, tmp_path:
     """Valid kernels of <= 5 configs always score 1.0: they are ignored, and with too few others left
     the rounds come from cross-validation, as the report says."""
     _tile_split_with_config_counts(tmp_path, "valid", [3, 4, 5, 2, 5, 3, 40], seed=1)
-    ranker = GBDTRanker(replace(GBDTSettings.for_task("tile"), **FAST))
+    ranker = GBDTRanker.for_collection(TILE, **FAST)
     ranker.fit(TILE, SplitSource(signal_data, TILE, "train"), SplitSource(tmp_path, TILE, "valid"),
                FitOptions(progress=False))
     selection = ranker.summary()["selection"]
@@ -504,7 +529,7 @@ def test_enough_informative_valid_kernels_select_on_valid_without_the_tiny_ones(
                                                                                 tmp_path: Path):
     counts = [3, 4, 30, 25, 40, 33, 28]
     _tile_split_with_config_counts(tmp_path, "valid", counts, seed=2)
-    ranker = GBDTRanker(replace(GBDTSettings.for_task("tile"), **FAST))
+    ranker = GBDTRanker.for_collection(TILE, **FAST)
     ranker.fit(TILE, SplitSource(signal_data, TILE, "train"), SplitSource(tmp_path, TILE, "valid"),
                FitOptions(progress=False))
     selection = ranker.summary()["selection"]
@@ -576,114 +601,13 @@ def test_tied_groups_match_the_slow_reference(codes: np.ndarray):
     assert tied_groups(codes).tolist() == _tied_reference(codes)
 
 
-def _with_tied_copy(graph: LayoutGraph) -> LayoutGraph:
-    """The graph with one more configurable node: a copy of the first one's settings in every config."""
-    extra = graph.num_nodes
-    node_feat = np.concatenate([graph.node_feat, graph.node_feat[graph.node_config_ids[:1]]])
-    opcode = np.concatenate([graph.node_opcode, graph.node_opcode[graph.node_config_ids[:1]]])
-    return LayoutGraph(node_feat=node_feat, node_opcode=opcode, edge_index=graph.edge_index,
-                       config_runtime=graph.config_runtime,
-                       node_config_feat=np.concatenate([graph.node_config_feat,
-                                                        graph.node_config_feat[:, :1]], 1),
-                       node_config_ids=np.append(graph.node_config_ids, extra), node_splits=graph.node_splits)
-
-
-def test_collapsing_tied_nodes_keeps_one_per_group_and_the_producer_layouts(tiny_competition: Path):
-    collection = COLLECTION_BY_NAME["layout:xla:random"]
-    graphs = [g for _, g in iter_split(tiny_competition / "public", collection, "train")]
-    saw_a_tie = False
-    for graph in graphs:
-        context = layout_context(graph, with_tied=True)
-        collapsed, kept = context.collapsed()
-        reps = context.representative
-        saw_a_tie |= kept.size < context.num_configurable
-        assert kept.tolist() == sorted(set(reps.tolist()))
-        # A kept node's operand comes from a node whose chosen layouts equal its original producer's.
-        layouts = graph.node_config_feat
-        for j, node in enumerate(kept):
-            for vector in (1, 2):
-                before, after = context.producer[node, vector], collapsed.producer[j, vector]
-                assert (before < 0) == (after < 0)
-                if before >= 0:
-                    assert np.array_equal(layouts[:, kept[after]], layouts[:, before])
-        full = layout_features(graph, context)
-        fast = layout_features(graph, context, collapse_tied_nodes=True)
-        assert fast.shape == full.shape and np.isfinite(fast).all()
-        if kept.size == context.num_configurable:  # nothing tied: the same features exactly
-            np.testing.assert_array_equal(fast, full)
-    assert saw_a_tie, "the tiny competition should have tied layout groups (generator version 2)"
-
-
-def test_a_tied_copy_changes_nothing_once_collapsed(tiny_competition: Path):
-    """Adding a node tied to an existing one (same shape, same settings) leaves the collapsed features as
-    they were: the group is counted once, as it should be."""
-    collection = COLLECTION_BY_NAME["layout:xla:random"]
-    _, graph = next(iter(iter_split(tiny_competition / "public", collection, "train")))
-    copied = _with_tied_copy(graph)
-    np.testing.assert_allclose(layout_features(copied, collapse_tied_nodes=True),
-                               layout_features(graph, collapse_tied_nodes=True))
-    assert not np.allclose(layout_features(copied), layout_features(graph))  # uncollapsed, it counts twice
-
-
-def test_collapsed_features_train_and_save(signal_data: Path, tmp_path: Path):
-    ranker = _fit(signal_data, LAYOUT, collapse_tied_nodes=True)
-    ranker.save(tmp_path)
-    loaded = GBDTRanker.load(tmp_path)
-    assert loaded.features.collapse_tied_nodes
-    _, graph = next(iter(iter_split(signal_data, LAYOUT, "test")))
-    np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), ranker.predict(LAYOUT, graph))
-
-
-# -- the 11th place's features (issue 14, item 2) -----------------------------------------------------
-
-
-def _two_hop_graph() -> LayoutGraph:
-    """parameter -> dot A -> add (not configurable) -> dot B -> tuple; A's output layout varies, B's input
-    is [1, 0]; configs 0 and 2 are the same settings."""
-    opcodes = [OPCODE_IDS[op] for op in ("parameter", "dot", "add", "dot", "tuple")]
-    feat = np.full((3, 2, 18), -1, np.float32)
-    feat[:, 0, 0:2] = [[1, 0], [0, 1], [1, 0]]  # A's output: matches B's input, differs, matches
-    feat[:, 1, 0:2] = [1, 0]
-    feat[:, 1, 6:8] = [1, 0]  # B's input
-    return LayoutGraph(
-        node_feat=node_features([[64, 256]] * 5), node_opcode=np.array(opcodes, np.uint8),
-        edge_index=np.array([[1, 0], [2, 1], [3, 2], [4, 3]], np.int64),
-        config_runtime=np.array([1, 2, 1]),
-        node_config_feat=feat, node_config_ids=np.array([1, 3], np.int64),
-        node_splits=np.array([[0]], np.int64),
-    )
-
-
-def test_winner_features_on_a_hand_made_graph():
-    graph = _two_hop_graph()
-    assert layout_context(graph).config_repeats is None  # computed only when asked
-    with pytest.raises(ValueError, match=r"layout_context\(graph, with_repeats=True\)"):
-        layout_features(graph, layout_context(graph), winner_features=True)
-    context = layout_context(graph, with_repeats=True)
-    assert context.two_hop[1].tolist() == [-1, 0, -1]  # B's input reaches A through the add
-    assert context.config_repeats.tolist() == [2, 1, 2]
-    columns = dict(zip(WINNER_FEATURE_NAMES, layout_features(graph, context, winner_features=True)[:, -len(
-        WINNER_FEATURE_NAMES):].T, strict=True))
-    assert columns["two_hop_mismatches"].tolist() == [0, 1, 0]
-    assert columns["two_hop_agreement"].tolist() == [1, 0, 1]
-    assert columns["log_config_repeats"] == pytest.approx(np.log([2, 1, 2]))
-    # Every tensor is 64 x 256: 256 lanes (a multiple of 128) minor-most in [1, 0], 64 (of 8) in [0, 1].
-    assert columns["minor_multiple_of_128"][0] == 1 and columns["minor_multiple_of_8_only"][1] > 0
-
-
-def test_winner_features_names_match_the_matrix_and_configs_subsets(tiny_competition: Path):
-    settings_on = FeatureSettings(task="layout", winner_features=True)
-    names = feature_names(settings_on)
-    assert len(names) == len(set(names)) == len(feature_names(FeatureSettings(task="layout"))) + 2 * len(
-        WINNER_FEATURE_NAMES)
+def test_layout_features_of_some_configs_are_those_rows_of_all(tiny_competition: Path):
     _, graph = next(iter(iter_split(tiny_competition / "public", COLLECTION_BY_NAME["layout:nlp:default"],
                                     "train")))
-    full = config_features(graph, settings_on)
-    assert full.shape == (graph.num_configs, len(names)) and np.isfinite(full).all()
-    # Repeat counts come from the whole graph, not from the configs featurized.
-    some = np.array([0, graph.num_configs - 1])
-    subset = layout_features(graph, configs=some, winner_features=True)
-    np.testing.assert_allclose(subset, layout_features(graph, winner_features=True)[some])
+    full = layout_features(graph)
+    assert full.shape == (graph.num_configs, len(layout_feature_names())) and np.isfinite(full).all()
+    some = np.array([graph.num_configs - 1, 0])
+    np.testing.assert_allclose(layout_features(graph, configs=some), full[some])
 
 
 # -- the pairwise objective (issue 14, item 2) --------------------------------------------------------
@@ -792,30 +716,6 @@ def test_a_dataset_too_small_to_split_is_detected():
     few, many = rng.normal(size=(30, 3)), rng.normal(size=(200, 3))
     assert not has_splittable_feature(lgb.Dataset(few, label=np.zeros(30), params={"verbosity": -1}))
     assert has_splittable_feature(lgb.Dataset(many, label=np.zeros(200), params={"verbosity": -1}))
-
-
-@pytest.mark.parametrize("learn_from_random_search", [True, False])
-def test_a_default_search_learns_from_the_random_search_too_when_asked(tiny_competition,
-                                                                         learn_from_random_search):
-    import solutions.gbdt.model as gbdt_model
-
-    public = tiny_competition / "public"
-    default, random = COLLECTION_BY_NAME["layout:xla:default"], COLLECTION_BY_NAME["layout:xla:random"]
-    read: list[str] = []
-    real_queries = gbdt_model.training_queries
-
-    def recording(graphs, *args, **kwargs):
-        def seen():
-            for row_id, graph in graphs:
-                read.append(row_id)
-                yield row_id, graph
-        return real_queries(seen(), *args, **kwargs)
-
-    with mock.patch.object(gbdt_model, "training_queries", recording):
-        _fit(public, default, learn_from_random_search=learn_from_random_search)
-    own = [default.row_id(p.stem) for p in split_dir(public, default, "train").glob("*.npz")]
-    other = [random.row_id(p.stem) for p in split_dir(public, random, "train").glob("*.npz")]
-    assert sorted(read) == sorted(own + other if learn_from_random_search else own)
 
 
 def test_take_features_moves_the_rows_into_one_matrix_without_holding_them_twice():

@@ -18,18 +18,25 @@ from competition.collections import COLLECTION_BY_NAME
 from competition.data.graphs import LayoutGraph, TileGraph, iter_split
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
 from solutions.gnn import GNNRanker
-from solutions.gnn import data as data_module
 from solutions.gnn.config_store import ConfigStore, most_common_rows
-from solutions.gnn.data import layout_example, load_examples, make_example, tile_batch, tile_example
+from solutions.gnn.data import (
+    config_vector_width,
+    layout_example,
+    load_examples,
+    make_example,
+    tile_batch,
+    tile_example,
+)
 from solutions.gnn.model import LayoutRanker, TileRanker, output_slot_features
-from solutions.gnn.ranker import BEFORE_VERSION_4
+from solutions.gnn.ranker import FORMAT_VERSION
 from solutions.gnn.settings import GNNConfig
-from solutions.gnn.train import listmle_loss, pairwise_hinge_loss, predict_layout, train
+from solutions.gnn.train import pairwise_hinge_loss, predict_layout, train
 from solutions.method import FitOptions, SavedModelError, SplitSource
 from solutions.pruning import ConfigurableOnly, KHopToConsumers, MergeDroppedRuns, OneHop
 from solutions.settings import SettingError
 
-FAST = {"layout_epochs": 2, "tile_epochs": 2, "hidden": 16, "layers": 2, "valid_configs": 16}
+FAST = {"layout_epochs": 2, "tile_epochs": 2, "hidden": 16, "layers": 2, "layout_valid_configs": 16}
+ONEHOP = OneHop()  # the default pruning (GNNConfig().pruning)
 TILE, LAYOUT = COLLECTION_BY_NAME["tile:xla"], COLLECTION_BY_NAME["layout:xla:random"]
 
 
@@ -112,8 +119,8 @@ def test_most_common_rows_picks_the_mode_per_node():
 
 def test_layout_example_prunes_and_deduplicates_with_the_min_runtime():
     graph = layout_graph()
-    full = layout_example("g", graph, prune=False, compress=False)
-    small = layout_example("g", graph, prune=True, compress=True)
+    full = layout_example("g", graph, transform=None, compress=False)
+    small = layout_example("g", graph, transform=ONEHOP, compress=True)
     assert full.num_nodes == 8 and small.num_nodes == 7  # OneHop drops the negate node
     assert full.num_configs == 6 and small.num_configs == 5  # configs 0 and 1 are one distinct config
     assert small.runtime[0] == min(graph.config_runtime[0], graph.config_runtime[1])
@@ -129,7 +136,7 @@ def test_layout_example_prunes_and_deduplicates_with_the_min_runtime():
 def test_unlabeled_graphs_have_no_runtime():
     graph = layout_graph()
     graph.config_runtime[:] = 0  # a test file
-    example = layout_example("g", graph, prune=True, compress=True)
+    example = layout_example("g", graph, transform=ONEHOP, compress=True)
     assert example.runtime is None and example.num_configs == 5
     tile = tile_graph()
     tile.config_runtime[:] = 0
@@ -142,7 +149,8 @@ def test_tile_batch_offsets_edges_and_groups_configs():
     batch = tile_batch(examples, [torch.tensor([0, 2]), torch.tensor([1, 3, 4])])
     assert batch.ptr.tolist() == [0, 3, 8] and batch.node_feat.shape == (8, 140)
     assert batch.edge_index[:, 2:].min() >= 3  # the second graph's edges point into its own nodes
-    assert batch.config_graph.tolist() == [0, 0, 1, 1, 1] and batch.config_feat.shape == (5, 24)
+    assert batch.config_graph.tolist() == [0, 0, 1, 1, 1]
+    assert batch.config_feat.shape == (5, config_vector_width(TILE.task))
 
 
 # -- model shapes ------------------------------------------------------------------------------------
@@ -150,7 +158,7 @@ def test_tile_batch_offsets_edges_and_groups_configs():
 
 def test_layout_ranker_shapes_and_row_dedup_changes_nothing():
     torch.manual_seed(0)
-    example = layout_example("g", layout_graph(num_configs=9), prune=True, compress=False)
+    example = layout_example("g", layout_graph(num_configs=9), transform=ONEHOP, compress=False)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
                                                  engineered_features=False)).eval()
     digits = example.configs.digits()  # (9, nc=2, 18)
@@ -227,22 +235,14 @@ def test_losses_have_gradients_even_without_pairs():
     assert loss.item() == 0.0 and scores.grad is not None
 
 
-def test_listmle_prefers_the_true_order():
-    runtimes = torch.tensor([3.0, 1.0, 2.0, 4.0])
-    right, wrong = runtimes * 10, -runtimes * 10  # scores that sort the configs right / backwards
-    assert 0.0 <= listmle_loss(right, runtimes).item() < 1e-3
-    assert listmle_loss(wrong, runtimes).item() > 1.0
-    groups = torch.tensor([0, 0, 1, 1])
-    assert listmle_loss(right, runtimes, groups).item() >= 0.0
-
-
 # -- settings ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("params", "error", "message"), [
-    ({"loss": "mse"}, SettingError, "setting loss=mse: unknown; loss must be one of hinge, listmle"),
+    ({"loss": "listmle"}, SettingError, "setting loss: --method gnn has no such setting"),
     ({"hidden": 0}, SettingError, "hidden must be an integer >= 1"),
-    ({"configs_per_graph": 1}, SettingError, "configs_per_graph must be an integer >= 2"),
+    ({"layout_configs_per_graph": 1}, SettingError, "layout_configs_per_graph must be an integer >= 2"),
+    ({"configs_per_graph": 8}, SettingError, "did you mean (layout|tile)_configs_per_graph\\?"),
     ({"nonsense": 3}, SettingError, "setting nonsense: --method gnn has no such setting"),
     ({"hiden": 3}, SettingError, "did you mean hidden?"),
 ])
@@ -256,7 +256,7 @@ def test_bad_settings(params, error, message):
 
 def fit(tiny_competition, collection, params: dict | None = None, **options) -> GNNRanker:
     public = tiny_competition / "public"
-    ranker = GNNRanker(**FAST, **(params or {}))
+    ranker = GNNRanker.for_collection(collection, **FAST, **(params or {}))  # as tpugraphs solve builds it
     ranker.fit(collection, SplitSource(public, collection, "train"), SplitSource(public, collection, "valid"),
                FitOptions(progress=False, **options))
     return ranker
@@ -319,7 +319,7 @@ def test_cuda_is_refused_clearly_when_absent(tiny_competition):
 
 
 def hand_made_layout_examples(count: int) -> list:
-    return [make_example(f"g{i}", layout_graph(num_configs=12, seed=i), prune=True, compress=True,
+    return [make_example(f"g{i}", layout_graph(num_configs=12, seed=i), transform=ONEHOP, compress=True,
                          engineered=True)
             for i in range(count)]
 
@@ -343,8 +343,9 @@ def test_training_stops_on_patience_and_keeps_the_best_weights():
 
 def test_without_validation_graphs_the_last_weights_are_kept():
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
-    result = train(model, hand_made_layout_examples(2), [], GNNConfig(layout_epochs=3, min_epoch_steps=1),
-                   seed=0, device=torch.device("cpu"), progress=False)
+    result = train(model, hand_made_layout_examples(2), [],
+                   GNNConfig(layout_epochs=3, layout_min_epoch_steps=1), seed=0, device=torch.device("cpu"),
+                   progress=False)
     assert result.best_score is None and result.best_epoch == 3 and result.steps == 6
 
 
@@ -359,7 +360,7 @@ def _weights_apart(a: dict, b: dict) -> float:
 
 def test_a_moving_average_shorter_than_a_step_keeps_the_weights_themselves():
     examples = hand_made_layout_examples(2)
-    config = GNNConfig(layout_epochs=3, min_epoch_steps=1)
+    config = GNNConfig(layout_epochs=3, layout_min_epoch_steps=1)
     plain = train(_small_model(), examples, [], config, seed=0, device=torch.device("cpu"), progress=False)
     short = train(_small_model(), examples, [], replace(config, average_epochs=0.01), seed=0,
                   device=torch.device("cpu"), progress=False)
@@ -388,7 +389,7 @@ def test_the_moving_average_follows_its_rule_step_by_step(monkeypatch, average_e
         return averaged
 
     monkeypatch.setattr(train_module, "_moving_average", recording_average)
-    config = GNNConfig(layout_epochs=4, min_epoch_steps=2, lr=0.05, average_epochs=average_epochs)
+    config = GNNConfig(layout_epochs=4, layout_min_epoch_steps=2, lr=0.05, average_epochs=average_epochs)
     result = train(_small_model(), hand_made_layout_examples(1), [], config, seed=0,
                    device=torch.device("cpu"), progress=False)
     assert len(steps) == result.steps == 8
@@ -406,7 +407,7 @@ def test_the_moving_average_follows_its_rule_step_by_step(monkeypatch, average_e
 def test_the_kept_weights_score_what_selection_saw(average_epochs):
     from solutions.gnn.train import score_examples
 
-    config = GNNConfig(layout_epochs=6, eval_every=1, lr=0.05, valid_configs=1000,
+    config = GNNConfig(layout_epochs=6, eval_every=1, lr=0.05, layout_valid_configs=1000,
                        average_epochs=average_epochs)
     valid = hand_made_layout_examples(3)[1:]
     result = train(_small_model(), hand_made_layout_examples(2), valid, config, seed=0,
@@ -432,15 +433,15 @@ def test_an_epoch_takes_at_least_min_epoch_steps_passing_over_few_graphs_evenly(
     seen: list[str] = []
     real_step = train_module._layout_step
 
-    def recording_step(model, example, *args):
-        seen.append(example.row_id)
-        return real_step(model, example, *args)
+    def recording_step(model, chosen, *args):
+        seen.append(chosen[0][1].row_id)
+        return real_step(model, chosen, *args)
 
     monkeypatch.setattr(train_module, "_layout_step", recording_step)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
     epochs = 3
     result = train(model, hand_made_layout_examples(graphs), [],
-                   GNNConfig(layout_epochs=epochs, min_epoch_steps=min_epoch_steps),
+                   GNNConfig(layout_epochs=epochs, layout_min_epoch_steps=min_epoch_steps),
                    seed=0, device=torch.device("cpu"), progress=False)
     assert result.steps == len(seen) == epochs * steps_per_epoch
     for epoch in range(epochs):
@@ -450,7 +451,7 @@ def test_an_epoch_takes_at_least_min_epoch_steps_passing_over_few_graphs_evenly(
 
 
 def test_nothing_to_learn_is_an_error():
-    example = make_example("flat", layout_graph(), prune=True, compress=False, engineered=True)
+    example = make_example("flat", layout_graph(), transform=ONEHOP, compress=False, engineered=True)
     example.runtime[:] = 5.0  # all runtimes equal: no pair to rank
     with pytest.raises(ValueError, match="nothing to learn from"):
         train(LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early",
@@ -471,8 +472,8 @@ def test_cached_example_matches_the_in_memory_one(tmp_path):
     save_graph(graph, tmp_path / "g.npz")
     cached = build_cache(tmp_path / "g.npz", tmp_path / "cache")
     for prune, compress in [(True, True), (False, False)]:
-        want = layout_example("g", graph, prune=prune, compress=compress)
-        got = cached_layout_example("g", cached, prune=prune, compress=compress)
+        want = layout_example("g", graph, transform=ONEHOP if prune else None, compress=compress)
+        got = cached_layout_example("g", cached, transform=ONEHOP if prune else None, compress=compress)
         assert got.num_configs == want.num_configs and got.pruning == want.pruning
         for name in ("node_feat", "node_opcode", "edge_index", "config_node_ids", "common_rows"):
             torch.testing.assert_close(getattr(got.inputs, name), getattr(want.inputs, name), rtol=0, atol=0)
@@ -502,7 +503,7 @@ def test_solve_reuses_the_cache_and_writes_the_same_submission(tiny_competition,
     from competition.data.processed_cache import MANIFEST_NAME
 
     public, quick = tiny_competition / "public", ["--param", "layout_epochs=2", "--param", "hidden=16",
-                                                 "--param", "layers=2", "--param", "valid_configs=16"]
+                                                 "--param", "layers=2", "--param", "layout_valid_configs=16"]
     common = ["solve", "--data", str(public), "--collection", LAYOUT.name, "--quiet", *quick]
     assert main([*common, "--out", str(tmp_path / "plain.csv")]) == 0
     cache = tmp_path / "cache"
@@ -525,7 +526,7 @@ def layout_predictions(ranker: GNNRanker, graphs: list, collection=LAYOUT) -> li
 
 
 def test_pruning_setting_is_canonical_and_checked():
-    assert GNNConfig().pruning == "onehop" == data_module.DEFAULT_PRUNING
+    assert GNNConfig().pruning == "onehop" and GNNRanker().transform == OneHop()
     assert GNNConfig(pruning="khop:3:0").pruning == "khop:3"
     assert GNNConfig(pruning="merged:configurable").pruning == "merged"
     assert GNNRanker(pruning="none").transform is None
@@ -543,41 +544,28 @@ def test_make_example_honours_transform(tmp_path):
     save_graph(graph, tmp_path / "g.npz")
     cached = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
     for source in (graph, cached):
-        default = make_example("g", source, prune=True, compress=True)
-        assert default.num_nodes == OneHop()(graph).num_nodes == 7
-        for transform in (KHopToConsumers(2), ConfigurableOnly(), MergeDroppedRuns()):
-            example = make_example("g", source, prune=True, compress=True, transform=transform)
+        for transform in (OneHop(), KHopToConsumers(2), ConfigurableOnly(), MergeDroppedRuns()):
+            example = make_example("g", source, transform=transform, compress=True)
             want = transform.prune(graph)
             assert example.num_nodes == want.graph.num_nodes and example.pruning == want.stats
             assert example.inputs.edge_index.shape[1] == want.graph.num_edges
-        unpruned = make_example("g", source, prune=False, compress=True, transform=KHopToConsumers(2))
-        assert unpruned.num_nodes == graph.num_nodes and unpruned.pruning is None  # prune=False wins
-    examples = load_examples([("a", graph), ("b", graph)], prune=True, compress=False,
-                             transform=ConfigurableOnly())
+        unpruned = make_example("g", source, transform=None, compress=True)
+        assert unpruned.num_nodes == graph.num_nodes and unpruned.pruning is None
+    examples = load_examples([("a", graph), ("b", graph)], transform=ConfigurableOnly(), compress=False)
     assert [e.num_nodes for e in examples] == [2, 2]
 
 
-def test_make_example_falls_back_to_the_current_default(monkeypatch):
-    monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "configurable")
-    assert make_example("g", layout_graph(), prune=True, compress=True).num_nodes == 2
-
-
-def test_a_saved_model_predicts_with_its_own_pruning_after_the_default_changes(tiny_competition, tmp_path,
-                                                                               monkeypatch):
+def test_a_saved_model_records_its_pruning_once_and_predicts_with_it(tiny_competition, tmp_path):
     graphs = list(iter_split(tiny_competition / "public", LAYOUT, "test"))
     ranker = fit(tiny_competition, LAYOUT)  # trained with the default, onehop
     before = layout_predictions(ranker, graphs)
     ranker.save(tmp_path / "model")
     saved = json.loads((tmp_path / "model" / "gnn.json").read_text())
-    assert (saved["config"]["pruning"] == "onehop" and saved["pruning"] == "one_hop"
-            and saved["format_version"] == 4)
-
-    monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "configurable")  # a later kit changes the default
-    assert GNNRanker().config.pruning == "configurable"  # the change is real for new models
+    assert saved["config"]["pruning"] == "onehop" and saved["format_version"] == FORMAT_VERSION
+    assert "prune" not in saved and "pruning" not in saved  # one saved key: config.pruning
     loaded = GNNRanker.load(tmp_path / "model")
     assert loaded.config.pruning == "onehop" and loaded.transform == OneHop()
-    after = layout_predictions(loaded, graphs)
-    for want, got in zip(before, after, strict=True):
+    for want, got in zip(before, layout_predictions(loaded, graphs), strict=True):
         np.testing.assert_array_equal(got, want)
     # what ignoring the saved pruning would have predicted: different
     loaded.config = replace(loaded.config, pruning="configurable")
@@ -589,16 +577,17 @@ def test_a_saved_model_predicts_with_its_own_pruning_after_the_default_changes(t
     ({"pruning": "khop:2+merged"}, "khop:2+merged"),
     ({"pruning": "none"}, "none"),  # what --no-prune gives
 ])
-def test_save_load_round_trips_the_pruning(tiny_competition, tmp_path, monkeypatch, params, expected):
+def test_save_load_round_trips_the_pruning(tiny_competition, tmp_path, params, expected):
     public = tiny_competition / "public"
     ranker = GNNRanker(**FAST, **params)
     ranker.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
                FitOptions(progress=False))
-    assert ranker.config.pruning == expected and ranker.summary()["pruning_name"] == expected
+    report = ranker.summary()["pruning"]  # one report key: the name, and the totals when it pruned
+    assert ranker.config.pruning == expected and report["name"] == expected
+    assert ("nodes_before" in report) == (expected != "none")
     graphs = list(iter_split(public, LAYOUT, "test"))
     before = layout_predictions(ranker, graphs)
     ranker.save(tmp_path / "model")
-    monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "khop:1")
     loaded = GNNRanker.load(tmp_path / "model")
     assert loaded.config.pruning == expected and loaded.config == ranker.config
     for want, got in zip(before, layout_predictions(loaded, graphs), strict=True):
@@ -609,7 +598,7 @@ def test_save_load_round_trips_the_pruning(tiny_competition, tmp_path, monkeypat
 def saved_layout_model(tiny_competition, tmp_path_factory):
     """A layout model saved once, with its test predictions; tests copy the folder before editing it."""
     folder = tmp_path_factory.mktemp("saved_gnn") / "model"
-    ranker = fit(tiny_competition, LAYOUT, BEFORE_VERSION_4)  # the model older gnn.json files describe
+    ranker = fit(tiny_competition, LAYOUT, {"fusion": "early", "config_attention": False})
     ranker.save(folder)
     graphs = list(iter_split(tiny_competition / "public", LAYOUT, "test"))
     return folder, graphs, layout_predictions(ranker, graphs)
@@ -626,46 +615,31 @@ def edited_copy(folder, tmp_path, edit) -> tuple:
     return copy, copy / "gnn.json"
 
 
-def as_version_1(prune: bool, pruning: str | None):
-    """gnn.json as kits before pruning was a setting wrote it: no config.pruning, the long name."""
-    def edit(meta: dict) -> None:
-        meta["format_version"] = 1
-        del meta["config"]["pruning"]
-        meta["prune"], meta["pruning"] = prune, pruning
-    return edit
-
-
-def test_version_1_models_keep_their_pruning(saved_layout_model, tmp_path, monkeypatch):
-    folder, graphs, before = saved_layout_model
-    monkeypatch.setattr(data_module, "DEFAULT_PRUNING", "configurable")
-    old, _ = edited_copy(folder, tmp_path, as_version_1(True, "one_hop"))
-    loaded = GNNRanker.load(old)
-    assert loaded.config.pruning == "onehop"
-    for want, got in zip(before, layout_predictions(loaded, graphs), strict=True):
-        np.testing.assert_array_equal(got, want)
-    unpruned, _ = edited_copy(folder, tmp_path / "b", as_version_1(False, None))
-    assert GNNRanker.load(unpruned).config.pruning == "none"
+RETRAIN = ("retrain it: tpugraphs solve --method gnn --collection layout:xla:random --data PUBLIC_DIR "
+           "--out SUB.csv")
 
 
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda meta: meta["config"].update(pruning="fourhop"),
-     r"gnn\.json: the model was trained with pruning 'fourhop', which this kit cannot rebuild \(unknown "
-     r"step 'fourhop'"),
-    (lambda meta: meta["config"].update(pruning="khop:x"), r"pruning 'khop:x'.*must be an integer >= 0"),
-    (lambda meta: meta["config"].update(pruning=3),
-     r"pruning 3, which this kit cannot rebuild \(a pruning name is text"),
-    (lambda meta: meta["config"].pop("pruning"),
-     r"gnn\.json: no pruning recorded \(config\.pruning is missing\)"),
-    (as_version_1(True, "two_hop"), r"gnn\.json: the model was trained with pruning 'two_hop'"),
-    (lambda meta: meta.update(format_version=6),
-     r"gnn\.json: format version 6; this kit reads 1, 2, 3, 4, 5"),
+     r"gnn\.json: setting pruning=fourhop: unknown step 'fourhop'.*; retrain it: tpugraphs solve"),
+    (lambda meta: meta["config"].update(pruning="khop:x"), r"pruning=khop:x.*must be an integer >= 0"),
+    (lambda meta: meta["config"].update(pruning=3), r"setting pruning=3: not text"),
+    (lambda meta: meta["config"].pop("pruning"), r"gnn\.json: config lacks the setting pruning; " + RETRAIN),
+    (lambda meta: meta["config"].update(tied_links=True), r"gnn\.json: .*tied_links.*; " + RETRAIN),
+    (lambda meta: meta.update(format_version=4),
+     r"gnn\.json: a gnn model of format version 4; this kit reads format \d+ only; " + RETRAIN),
+    (lambda meta: meta.update(format_version=None), r"a gnn model of format version None"),
+    (lambda meta: meta["engineered_columns"].update(version=3),
+     r"gnn\.json: trained on engineered layout features of version 3 \(the same columns\); this kit "
+     r"computes version \d+; " + RETRAIN),
 ])
-def test_a_model_whose_pruning_cannot_be_rebuilt_is_refused(saved_layout_model, tmp_path, edit, message):
+def test_a_model_of_another_format_or_feature_version_is_refused_in_one_line(saved_layout_model, tmp_path,
+                                                                              edit, message):
     folder, _, _ = saved_layout_model
     copy, meta_path = edited_copy(folder, tmp_path, edit)
     with pytest.raises(SavedModelError, match=message) as caught:
         GNNRanker.load(copy)
-    assert str(meta_path) in str(caught.value)
+    assert str(meta_path) in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_predict_only_refuses_an_unknown_pruning_with_a_usage_error(tiny_competition, tmp_path, capsys):
@@ -673,7 +647,7 @@ def test_predict_only_refuses_an_unknown_pruning_with_a_usage_error(tiny_competi
 
     public = tiny_competition / "public"
     quick = ["--param", "layout_epochs=2", "--param", "hidden=16", "--param", "layers=2", "--param",
-             "valid_configs=16"]
+             "layout_valid_configs=16"]
     common = ["solve", "--data", str(public), "--collection", LAYOUT.name, "--quiet", "--out",
               str(tmp_path / "s.csv")]
     assert main([*common, *quick, "--param", "pruning=khop:2"]) == 0
@@ -685,7 +659,8 @@ def test_predict_only_refuses_an_unknown_pruning_with_a_usage_error(tiny_competi
     capsys.readouterr()
     assert main([*common, "--predict-only"]) == 2
     err = capsys.readouterr().err
-    assert f"{meta_path}: the model was trained with pruning 'khop:2:x'" in err and "Traceback" not in err
+    assert f"{meta_path}: setting pruning=khop:2:x" in err and "retrain it: tpugraphs solve" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize(("flags", "message"), [
@@ -709,24 +684,9 @@ def test_pruning_names_are_documented():
     from pathlib import Path
 
     from solutions import commands
-    from solutions.pruning import NO_PRUNING, pruning_names
+    from solutions.pruning import pruning_names
 
-    assert commands.NO_PRUNING == NO_PRUNING
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for spelling in pruning_names():
         assert spelling in commands.EPILOG, spelling
         assert f"`{spelling}`" in readme, spelling
-
-
-@pytest.mark.parametrize("learn_from_random_search", [True, False])
-def test_a_default_search_trains_on_the_random_search_too_when_asked(tiny_competition,
-                                                                       learn_from_random_search):
-    from solutions.method import FitOptions, SplitSource
-
-    public = tiny_competition / "public"
-    default, random = COLLECTION_BY_NAME["layout:nlp:default"], COLLECTION_BY_NAME["layout:nlp:random"]
-    ranker = GNNRanker(**FAST, learn_from_random_search=learn_from_random_search)
-    ranker.fit(default, SplitSource(public, default, "train"), SplitSource(public, default, "valid"),
-               FitOptions(seed=0, progress=False))
-    own, other = (len(SplitSource(public, c, "train")) for c in (default, random))
-    assert ranker.result.train_graphs == (own + other if learn_from_random_search else own)

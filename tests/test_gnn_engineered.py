@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from test_gnn import FAST, LAYOUT, layout_graph
+from test_gnn import FAST, LAYOUT, ONEHOP, layout_graph
 
 from competition.data.graphs import iter_split, save_graph
 from competition.data.processed_cache import build_cache
@@ -26,7 +26,7 @@ CPU = torch.device("cpu")
 
 def test_engineered_rows_follow_the_deduplicated_configs():
     graph = layout_graph(num_configs=12, seed=3)  # config 1 repeats config 0
-    example = make_example("g", graph, prune=True, compress=True, engineered=True)
+    example = make_example("g", graph, transform=ONEHOP, compress=True, engineered=True)
     assert example.num_configs == 11 and example.engineered.shape == (11, ENGINEERED_LAYOUT_COLUMNS)
     # the slow, obvious reference: featurize every file config, keep the first of each distinct one,
     # then z-score over the distinct configs
@@ -40,15 +40,15 @@ def test_engineered_rows_follow_the_deduplicated_configs():
     spread = values.std(axis=0)
     assert np.all((np.abs(spread - 1) < 1e-4) | (spread < 1e-6)) and (spread > 0.5).any()
     # without deduplication every file config keeps its own row
-    plain = make_example("g", graph, prune=False, compress=False, engineered=True)
+    plain = make_example("g", graph, transform=None, compress=False, engineered=True)
     assert plain.engineered.shape == (12, ENGINEERED_LAYOUT_COLUMNS)
     torch.testing.assert_close(plain.engineered[0], plain.engineered[1])
 
 
 def test_engineered_rows_are_off_by_default_and_kept_by_the_validation_sample():
     graph = layout_graph(num_configs=30, seed=4, duplicates=False)
-    assert make_example("g", graph, prune=True, compress=True).engineered is None
-    example = make_example("g", graph, prune=True, compress=True, engineered=True)
+    assert make_example("g", graph, transform=ONEHOP, compress=True).engineered is None
+    example = make_example("g", graph, transform=ONEHOP, compress=True, engineered=True)
     sample = layout_selection_sample(example, 10, np.random.default_rng(0))
     assert sample.num_configs == 10 and sample.engineered.shape == (10, ENGINEERED_LAYOUT_COLUMNS)
     for row, digits in zip(sample.engineered, sample.configs.digits(), strict=True):
@@ -61,8 +61,8 @@ def test_cached_graphs_get_the_same_engineered_rows(tmp_path):
     graph.node_config_feat[7], graph.config_runtime[7] = graph.node_config_feat[3], 1  # a faster duplicate
     save_graph(graph, tmp_path / "g.npz")
     cached = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
-    want = make_example("g", graph, prune=True, compress=True, engineered=True)
-    got = make_example("g", cached, prune=True, compress=True, engineered=True)
+    want = make_example("g", graph, transform=ONEHOP, compress=True, engineered=True)
+    got = make_example("g", cached, transform=ONEHOP, compress=True, engineered=True)
     torch.testing.assert_close(got.engineered, want.engineered, rtol=0, atol=0)
     assert cached.cache._config_map is None  # the memory map is released again
 
@@ -77,10 +77,10 @@ def chunked_prediction_case(fusion: str) -> tuple[LayoutExample, LayoutRanker]:
     """A 40-config example with engineered rows and a small model that reads them (seeded); also the
     GPU tests' case."""
     torch.manual_seed(0)
-    example = make_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True,
-                           engineered=True)
+    example = make_example("g", layout_graph(num_configs=40, duplicates=False), transform=ONEHOP,
+                           compress=True, engineered=True)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion, engineered_features=True,
-                                                 configs_per_graph=6)).eval()
+                                                 layout_configs_per_graph=6)).eval()
     return example, model
 
 
@@ -95,8 +95,8 @@ def test_chunked_prediction_with_engineered_rows_equals_one_pass(fusion):
 
 def test_the_engineered_rows_change_the_scores():
     torch.manual_seed(0)
-    example = make_example("g", layout_graph(num_configs=20, duplicates=False), prune=True, compress=True,
-                           engineered=True)
+    example = make_example("g", layout_graph(num_configs=20, duplicates=False), transform=ONEHOP,
+                           compress=True, engineered=True)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False,
                                                  engineered_features=True)).eval()
     digits = example.configs.digits()
@@ -113,7 +113,7 @@ def test_the_engineered_rows_change_the_scores():
                   rf"{ENGINEERED_LAYOUT_COLUMNS}"),
 ])
 def test_a_model_and_its_examples_must_agree_on_engineered_rows(reads, given, message):
-    example = make_example("g", layout_graph(), prune=True, compress=True, engineered=given)
+    example = make_example("g", layout_graph(), transform=ONEHOP, compress=True, engineered=given)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, engineered_features=reads))
     with pytest.raises(ValueError, match=message):
         predict_layout(model, example, device=CPU)
@@ -141,7 +141,7 @@ def test_fit_save_load_predict_with_engineered_rows(tiny_competition, tmp_path, 
 
 
 
-def test_a_model_saved_before_the_setting_existed_loads_without_it(tiny_competition, tmp_path):
+def test_a_model_that_lacks_a_setting_is_refused_not_filled_in(tiny_competition, tmp_path):
     public = tiny_competition / "public"
     ranker = GNNRanker(**{**FAST, "engineered_features": False})
     ranker.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
@@ -151,17 +151,16 @@ def test_a_model_saved_before_the_setting_existed_loads_without_it(tiny_competit
     meta = json.loads(meta_path.read_text())
     del meta["config"]["engineered_features"]  # what a kit before the setting wrote
     meta_path.write_text(json.dumps(meta))
-    loaded = GNNRanker.load(tmp_path / "model")
-    assert loaded.config.engineered_features is False and loaded.model.engineered is None
-    graph = next(iter_split(public, LAYOUT, "test"))[1]
-    np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), ranker.predict(LAYOUT, graph))
+    with pytest.raises(SavedModelError, match=r"gnn\.json: config lacks the setting engineered_features; "
+                                              r"retrain it: tpugraphs solve --method gnn"):
+        GNNRanker.load(tmp_path / "model")
 
 
 def test_training_graphs_keep_a_fixed_sample_of_their_configs(tmp_path):
     graph = layout_graph(num_configs=40, seed=9)  # 37 distinct configs
-    whole = make_example("g", graph, prune=True, compress=True, engineered=True)
-    capped = make_example("g", graph, prune=True, compress=True, engineered=True, max_configs=10)
-    again = make_example("g", graph, prune=True, compress=True, engineered=True, max_configs=10)
+    whole = make_example("g", graph, transform=ONEHOP, compress=True, engineered=True)
+    capped = make_example("g", graph, transform=ONEHOP, compress=True, engineered=True, max_configs=10)
+    again = make_example("g", graph, transform=ONEHOP, compress=True, engineered=True, max_configs=10)
     assert whole.num_configs == 37 and capped.num_configs == 10 and capped.config_inverse is None
     torch.testing.assert_close(capped.configs.digits(), again.configs.digits())  # the same sample every run
     # each kept config is one of the graph's, with its own (min) runtime and its engineered row computed
@@ -174,7 +173,8 @@ def test_training_graphs_keep_a_fixed_sample_of_their_configs(tmp_path):
     # through the processed cache: the same sample, the configs left in the cache
     save_graph(graph, tmp_path / "g.npz")
     cached = build_cache(tmp_path / "g.npz", tmp_path / "cache").layout_view()
-    through_cache = make_example("g", cached, prune=True, compress=True, engineered=True, max_configs=10)
+    through_cache = make_example("g", cached, transform=ONEHOP, compress=True, engineered=True,
+                                 max_configs=10)
     assert type(through_cache.configs).__name__ == "CachedConfigStore"
     torch.testing.assert_close(through_cache.configs.digits(), capped.configs.digits(), rtol=0, atol=0)
     torch.testing.assert_close(through_cache.engineered, capped.engineered, rtol=0, atol=0)
@@ -182,29 +182,31 @@ def test_training_graphs_keep_a_fixed_sample_of_their_configs(tmp_path):
 
 def test_graphs_to_predict_and_small_graphs_keep_every_config():
     graph = layout_graph(num_configs=40, seed=9)  # 37 distinct configs
-    assert make_example("g", graph, prune=True, compress=True, max_configs=37).num_configs == 37
+    assert make_example("g", graph, transform=ONEHOP, compress=True, max_configs=37).num_configs == 37
     graph.config_runtime[:] = 0  # a test file: its scores must cover every config
-    test = make_example("g", graph, prune=True, compress=True, engineered=True, max_configs=10)
+    test = make_example("g", graph, transform=ONEHOP, compress=True, engineered=True, max_configs=10)
     assert test.num_configs == 37 and test.expand(np.arange(37.0)).shape == (40,)
 
 
 def test_max_train_configs_is_checked():
-    assert GNNConfig().max_train_configs == 4096
-    assert GNNConfig(max_train_configs=None).max_train_configs is None
-    with pytest.raises(ValueError, match="max_train_configs"):
-        GNNConfig(max_train_configs=1)
+    assert GNNConfig().layout_max_train_configs == 4096
+    assert GNNConfig(layout_max_train_configs=None).layout_max_train_configs is None
+    with pytest.raises(ValueError, match="layout_max_train_configs"):
+        GNNConfig(layout_max_train_configs=1)
+
+
+RETRAIN = r"; retrain it: tpugraphs solve --method gnn --collection layout:xla:random --data PUBLIC_DIR"
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda meta: meta.pop("engineered_columns"), "the file does not record which; retrain the model"),
+    (lambda meta: meta.pop("engineered_columns"),
+     r"engineered layout features of version None \(other columns\); this kit computes version \d+"
+     + RETRAIN),
     (lambda meta: meta["engineered_columns"]["names"].__setitem__(3, "renamed"),
-     r"computes differently \(version \d+; column 3: 'renamed' saved, '\w+' now\); retrain the model"),
-    (lambda meta: meta["engineered_columns"]["names"].pop(),
-     rf"{ENGINEERED_LAYOUT_COLUMNS - 1} columns saved, {ENGINEERED_LAYOUT_COLUMNS} now"),
+     r"of version \d+ \(other columns\); this kit computes version \d+" + RETRAIN),
+    (lambda meta: meta["engineered_columns"]["names"].pop(), r"\(other columns\)"),
     (lambda meta: meta["engineered_columns"].update(version=3),
-     r"\(version 3\) that this kit computes differently \(version 4; version 4: the input and kernel "
-     r"features of a node whose configs set fewer slots than its operands' rank \(a 4-D or 5-D "
-     r"convolution\) read those operands instead of none\); retrain the model"),
+     r"of version 3 \(the same columns\); this kit computes version \d+" + RETRAIN),
 ], ids=["missing", "renamed", "fewer", "version"])
 def test_a_model_whose_engineered_columns_differ_is_refused(tiny_competition, tmp_path, edit, message):
     public = tiny_competition / "public"

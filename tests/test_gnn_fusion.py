@@ -9,14 +9,14 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_gnn import FAST, LAYOUT, layout_graph
+from test_gnn import FAST, LAYOUT, ONEHOP, layout_graph
 
 from benchmarks.bench_real import VARIANTS
 from competition.data.graphs import iter_split
 from solutions.gnn import GNNRanker
 from solutions.gnn.data import configurable_links, layout_example
 from solutions.gnn.model import ConfigAttention, LayoutRanker, context_index
-from solutions.gnn.ranker import BEFORE_VERSION_4
+from solutions.gnn.ranker import FORMAT_VERSION
 from solutions.gnn.settings import GNNConfig
 from solutions.gnn.train import predict_layout
 from solutions.method import FitOptions, SplitSource
@@ -65,9 +65,10 @@ def test_configurable_links_match_the_obvious_definition(case):
 @pytest.mark.parametrize("fusion", ["early", "intermediate"])
 def test_chunked_prediction_equals_one_pass(fusion, attention):
     torch.manual_seed(0)
-    example = layout_example("g", layout_graph(num_configs=40, duplicates=False), prune=True, compress=True)
+    example = layout_example("g", layout_graph(num_configs=40, duplicates=False), transform=ONEHOP,
+                             compress=True)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion=fusion,
-                                                 config_attention=attention, configs_per_graph=6,
+                                                 config_attention=attention, layout_configs_per_graph=6,
                                                  engineered_features=False)).eval()
     one_pass = predict_layout(model, example, device=CPU)
     chunked = predict_layout(model, example, device=CPU, batch_nodes=1)
@@ -81,7 +82,8 @@ def test_chunked_prediction_equals_one_pass(fusion, attention):
 
 def test_intermediate_fusion_scores_depend_on_the_configs_only_through_configurable_nodes():
     torch.manual_seed(0)
-    example = layout_example("g", layout_graph(num_configs=12, duplicates=False), prune=False, compress=True)
+    example = layout_example("g", layout_graph(num_configs=12, duplicates=False), transform=None,
+                             compress=True)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False,
                                                  engineered_features=False)).eval()
     with torch.no_grad():
@@ -138,7 +140,7 @@ def test_fit_save_load_predict(tiny_competition, tmp_path, params):
     predictions = [ranker.predict(LAYOUT, graph) for _, graph in graphs]
     ranker.save(tmp_path / "model")
     meta = json.loads((tmp_path / "model" / "gnn.json").read_text())
-    assert meta["format_version"] == 4
+    assert meta["format_version"] == FORMAT_VERSION
     assert {k: meta["config"][k] for k in params} == params
     loaded = GNNRanker.load(tmp_path / "model")
     assert (loaded.model.fusion == params["fusion"]
@@ -148,127 +150,103 @@ def test_fit_save_load_predict(tiny_competition, tmp_path, params):
         np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), scores)
 
 
-# -- tile geometry columns and per-collection defaults ----------------------------------------------
+# -- tile columns and per-collection defaults ----------------------------------------------
 
 
 def test_tile_geometry_columns_follow_the_deduplicated_configs():
     from test_gnn import tile_graph
 
+    from solutions.features.log_scale import scale_tile_config_features
     from solutions.features.tile import tile_features
-    from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, tile_config_tensor, tile_example
+    from solutions.gnn.data import (
+        TILE_GEOMETRY_COLUMNS,
+        config_vector_width,
+        config_vectors,
+        tile_example,
+    )
 
     graph = tile_graph(num_configs=9)
     graph.config_feat[4] = graph.config_feat[2]  # a duplicate: merged by compress
-    plain, rich = tile_example("t", graph, compress=True), tile_example("t", graph, compress=True,
-                                                                        geometry=True)
-    assert (rich.config_feat.shape == (plain.num_configs, 24 + TILE_GEOMETRY_COLUMNS)
-            and plain.num_configs == 8)
-    np.testing.assert_array_equal(rich.config_feat[:, :24].numpy(), plain.config_feat.numpy())
-    full = tile_config_tensor(graph, geometry=True)
+    example = tile_example("t", graph, compress=True)
+    width = config_vector_width(graph.task)
+    assert example.config_feat.shape == (8, width) == (8, 24 + TILE_GEOMETRY_COLUMNS)
+    full = config_vectors(graph)
     assert np.isfinite(full).all()
+    np.testing.assert_array_equal(full[:, :24], scale_tile_config_features(graph.config_feat))
     # each kept config carries its own engineered row (the same columns gbdt reads, signed-log scaled)
     for i, row in enumerate(full):
-        np.testing.assert_array_equal(rich.config_feat[rich.config_inverse[i]].numpy(), row)
+        np.testing.assert_array_equal(example.config_feat[example.config_inverse[i]].numpy(), row)
     assert tile_features(graph).shape[1] == 24 + TILE_GEOMETRY_COLUMNS
 
 
-def test_a_tile_model_with_geometry_saves_and_loads(tiny_competition, tmp_path):
+def test_a_tile_model_saves_and_loads(tiny_competition, tmp_path):
     from test_gnn import TILE
 
     public = tiny_competition / "public"
-    ranker = GNNRanker(**FAST, tile_geometry=True)
+    ranker = GNNRanker(**FAST)
     ranker.fit(TILE, SplitSource(public, TILE, "train"), SplitSource(public, TILE, "valid"),
                FitOptions(progress=False))
     ranker.save(tmp_path / "model")
     loaded = GNNRanker.load(tmp_path / "model")
-    assert loaded.config.tile_geometry
+    assert loaded.config == ranker.config
     for _, graph in iter_split(public, TILE, "test"):
         np.testing.assert_array_equal(loaded.predict(TILE, graph), ranker.predict(TILE, graph))
 
 
 def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competition, tmp_path, monkeypatch):
+    """The runner builds each collection's method from its resolved settings (MethodInfo.build); the
+    model records them, and loads with them whatever today's table says."""
     from solutions.gnn import settings as settings_module
+    from solutions.method import get_method
+    from solutions.settings import MethodSettings
 
     monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name,
-                        {"loss": "listmle", "fusion": "early"})
+                        {"margin": 0.5, "fusion": "early"})
+    assert "layout:xla:random: margin=0.5, fusion=early" in settings_module.SETTINGS.defaults_note()
     public = tiny_competition / "public"
     splits = SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid")
-    default = GNNRanker(**FAST)
+    default = get_method("gnn").build(LAYOUT, FAST)
+    assert (default.config.margin, default.config.fusion) == (0.5, "early")  # resolved before fit
     default.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (default.config.loss, default.config.fusion) == ("listmle", "early")
-    assert "layout:xla:random: loss='listmle', fusion='early'" in GNNRanker.param_table()[1]
-    chosen = GNNRanker(**FAST, loss="hinge")
-    chosen.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert (chosen.config.loss, chosen.config.fusion) == ("hinge", "early")
+    assert (default.config.margin, default.config.fusion) == (0.5, "early")
+    chosen = GNNRanker.for_collection(LAYOUT, **FAST, margin=0.1)
+    assert (chosen.config.margin, chosen.config.fusion) == (0.1, "early")
     whole = GNNRanker(GNNConfig(**FAST))  # a whole config is used as it is: the class defaults
-    whole.fit(LAYOUT, *splits, FitOptions(progress=False))
-    assert ((whole.config.loss, whole.config.fusion) == (GNNConfig.loss, GNNConfig.fusion)
-            == ("hinge", "intermediate"))
+    assert (whole.config.margin, whole.config.fusion) == (0.1, "intermediate")
+    assert not hasattr(whole, "overrides")  # a ranker holds its settings, and nothing beside them
+    assert isinstance(settings_module.SETTINGS, MethodSettings)
     default.save(tmp_path / "model")
     monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name, {})
     loaded = GNNRanker.load(tmp_path / "model")  # the saved settings, whatever today's table says
-    assert (loaded.config.loss, loaded.config.fusion) == ("listmle", "early")
-
-
-def test_every_collection_starts_from_the_hinge_and_a_param_wins():
-    assert GNNConfig.for_collection("tile:xla").loss == "hinge"
-    assert GNNConfig.for_collection("tile:xla", loss="listmle").loss == "listmle"
-    assert GNNConfig.for_collection("layout:nlp:default").loss == "hinge"
+    assert (loaded.config.margin, loaded.config.fusion) == (0.5, "early")
 
 
 def test_only_the_xla_random_search_starts_from_the_heuristic_and_gives_way_to_the_persons_settings():
-    """heuristic_prior=3 and average_epochs=20 are layout:xla:random's defaults alone (docs/gnn.md,
-    "Starting from the heuristic", "Averaged weights"); a --param wins, a person's
-    engineered_features=false makes the prior give way instead of a refusal while the average stays,
-    and an error that is the person's own is still refused, in their terms."""
-    random_search = GNNConfig.for_collection("layout:xla:random")
+    """heuristic_prior=3 and average_epochs=20 are layout:xla:random's defaults alone (docs/defaults.md);
+    a --param wins, a person's engineered_features=false makes the prior give way instead of a refusal
+    while the average stays, and an error that is the person's own is still refused, in their terms."""
+    from competition.collections import get_collection
+    from solutions.gnn.settings import SETTINGS
+
+    def resolve(name: str, **params: object) -> GNNConfig:
+        return SETTINGS.resolve(get_collection(name), params)
+
+    random_search = resolve("layout:xla:random")
     assert (random_search.heuristic_prior, random_search.average_epochs) == (3.0, 20.0)
     for name in ("tile:xla", "layout:xla:default", "layout:nlp:default", "layout:nlp:random"):
-        other = GNNConfig.for_collection(name)
+        other = resolve(name)
         assert (other.heuristic_prior, other.average_epochs) == (0.0, 0.0)
-    assert GNNConfig.for_collection("layout:xla:random", heuristic_prior=0).heuristic_prior == 0.0
-    assert GNNConfig.for_collection("layout:xla:random", heuristic_prior=10).heuristic_prior == 10.0
-    assert GNNConfig.for_collection("layout:xla:random", average_epochs=0).average_epochs == 0.0
-    plain = GNNConfig.for_collection("layout:xla:random", engineered_features=False)
+    assert resolve("layout:xla:random", heuristic_prior=0).heuristic_prior == 0.0
+    assert resolve("layout:xla:random", heuristic_prior=10).heuristic_prior == 10.0
+    assert resolve("layout:xla:random", average_epochs=0).average_epochs == 0.0
+    plain = resolve("layout:xla:random", engineered_features=False)
     assert (plain.engineered_features, plain.heuristic_prior, plain.average_epochs) == (False, 0.0, 20.0)
-    former = GNNConfig.for_collection("layout:xla:random", **VARIANTS["gnn-former"][1])
+    former = resolve("layout:xla:random", **VARIANTS["gnn-former"][1])
     assert (former.engineered_features, former.heuristic_prior, former.fusion, former.average_epochs) \
         == (False, 0.0, "early", 0.0)
     with pytest.raises(SettingError, match="add engineered_features=true") as refused:
-        GNNConfig.for_collection("layout:xla:random", engineered_features=False, heuristic_prior=1)
+        resolve("layout:xla:random", engineered_features=False, heuristic_prior=1)
     assert "heuristic_prior=1" in str(refused.value) and "3.0" not in str(refused.value)
-
-
-def test_models_saved_before_version_4_keep_the_early_model(tiny_competition, tmp_path, monkeypatch):
-    """A version-3 gnn.json has no fusion, attention or tile_geometry: it loads as the model it was,
-    even when today's defaults are other ones."""
-    import dataclasses
-
-    from solutions.gnn import ranker as ranker_module
-
-    public = tiny_competition / "public"
-    old = GNNRanker(**FAST, **BEFORE_VERSION_4)
-    old.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
-            FitOptions(progress=False))
-    old.save(tmp_path / "model")
-    meta = json.loads((tmp_path / "model" / "gnn.json").read_text())
-    meta["format_version"] = 3
-    for key in ("fusion", "config_layers", "config_attention", "tile_geometry"):
-        del meta["config"][key]
-    (tmp_path / "model" / "gnn.json").write_text(json.dumps(meta))
-
-    class NewDefaults(GNNConfig):  # what a later kit's defaults could be
-        def __init__(self, **values):
-            super().__init__(**{"fusion": "intermediate", "config_attention": True, "tile_geometry": True,
-                                **values})
-
-    monkeypatch.setattr(ranker_module, "GNNConfig", NewDefaults)
-    loaded = GNNRanker.load(tmp_path / "model")
-    assert (loaded.model.fusion == "early" and not loaded.model.config_attention
-            and not loaded.config.tile_geometry)
-    assert dataclasses.asdict(loaded.config) == dataclasses.asdict(old.config)
-    for _, graph in iter_split(public, LAYOUT, "test"):
-        np.testing.assert_array_equal(loaded.predict(LAYOUT, graph), old.predict(LAYOUT, graph))
 
 
 # -- model selection: the cross-validation fallback ---------------------------------------------------
@@ -300,44 +278,6 @@ def test_tile_with_too_few_informative_valid_kernels_cross_validates_the_epoch(t
     layout.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
                FitOptions(progress=False))
     assert layout.summary()["selection"]["mode"] == "valid"
-
-
-def test_tied_nodes_are_linked_to_their_group_when_asked():
-    graph = layout_graph(num_configs=10, duplicates=False)
-    graph.node_config_feat[:, 1] = graph.node_config_feat[:, 0]  # node 1 always carries node 0's row
-    plain_example = layout_example("g", graph, prune=True, compress=True)
-    assert plain_example.inputs.tied is None  # found only when asked: only the tied_links model reads them
-    with pytest.raises(ValueError, match="built without its tied groups"):
-        plain_example.inputs.config_links(tied=True)
-    example = layout_example("g", graph, prune=True, compress=True, find_tied=True)
-    assert example.inputs.tied.tolist() == [0, 0]
-    plain = {tuple(p) for p in example.inputs.config_links().T.tolist()}
-    tied = {tuple(p) for p in example.inputs.config_links(tied=True).T.tolist()}
-    assert tied - plain <= {(0, 1), (1, 0)} and {(0, 1), (1, 0)} <= tied
-    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=False,
-                                                 tied_links=True, engineered_features=False)).eval()
-    one_pass = predict_layout(model, example, device=CPU)
-    np.testing.assert_allclose(one_pass, predict_layout(model, example, device=CPU, batch_nodes=1), rtol=1e-5,
-                               atol=1e-6)
-    no_configs = layout_graph(num_configs=1, duplicates=False)
-    no_configs.node_config_feat = no_configs.node_config_feat[:0]
-    assert _tied_groups_of(no_configs).tolist() == [0, 1]
-
-
-def _tied_groups_of(graph):
-    from competition.data.compact import pack_layout_vector_codes
-    from solutions.gnn.data import _tied
-
-    return _tied(pack_layout_vector_codes(graph.node_config_feat))
-
-
-def test_the_tied_links_model_gets_examples_with_tied_groups(tiny_competition):
-    public = tiny_competition / "public"
-    ranker = GNNRanker(**FAST, tied_links=True)
-    ranker.fit(LAYOUT, SplitSource(public, LAYOUT, "train"), SplitSource(public, LAYOUT, "valid"),
-               FitOptions(progress=False))
-    for _, graph in iter_split(public, LAYOUT, "test"):
-        assert np.isfinite(ranker.predict(LAYOUT, graph)).all()
 
 
 def test_cross_validation_folds_and_the_final_run_share_one_time_budget(tiny_competition, monkeypatch):

@@ -46,13 +46,6 @@ def test_trained_on_the_gpu_ranks_the_same_on_the_cpu(tiny_competition, tmp_path
     ranks_the_same_on_the_cpu(ranker, collection, tiny_competition, tmp_path)
 
 
-def test_work_pooling_trains_on_the_gpu_and_ranks_the_same_on_the_cpu(tiny_competition, tmp_path):
-    # the shares travel with the example's inputs (LayoutInputs.to); a share left on the CPU fails the fit
-    ranker = fit(tiny_competition, LAYOUT, {"work_pooling": True}, device="cuda")
-    assert ranker.model.work_pooling and next(ranker.model.parameters()).device.type == "cuda"
-    assert ranks_the_same_on_the_cpu(ranker, LAYOUT, tiny_competition, tmp_path).model.work_pooling
-
-
 def ranks_the_same_on_the_cpu(ranker: GNNRanker, collection, tiny_competition, tmp_path) -> GNNRanker:
     """Save a GPU-trained ranker, load it onto the CPU and check it ranks every test graph of ``tiny`` as
     on the GPU; the loaded ranker."""

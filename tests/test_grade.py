@@ -96,7 +96,10 @@ def test_grade_places_scores_by_rank_with_ties_sharing_the_better_rank(score, ra
 def test_grade_names_the_neighbours_and_the_cutoffs():
     graded = grade(0.69)
     assert (graded.above.rank, graded.above.score) == (15, 0.6913)
-    assert (graded.below.rank, graded.below.score) == (16, 0.68885)
+    # The team just below is rank 16 on the board; with 0.69 placed at rank 16, it would be rank 17.
+    assert load_leaderboard().rank_of(0.68885) == 16
+    assert (graded.below.rank, graded.below.score) == (17, 0.68885)
+    assert "just below rank 17 once this score is placed (16 on the board), 0.68885" in graded.format()
     assert {m: (c.rank, c.score) for m, c in graded.cutoffs.items()} == {
         "gold": (11, 0.69927), "silver": (50, 0.59098), "bronze": (100, 0.36462)}
     assert grade(1.0).above is None and grade(-5.0).below is None
@@ -111,6 +114,8 @@ def test_an_interval_gives_the_range_of_ranks_and_medals():
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"score": float("nan")}, "score must be a finite number"),
     ({"score": float("inf")}, "score must be a finite number"),
+    ({"score": 1.5}, r"score 1.5 is not a possible score: .* is at most 1.0"),
+    ({"score": 0.5, "interval": (0.4, 1.01)}, r"interval high 1.01 is not a possible score"),
     ({"score": 0.5, "interval": (0.6, 0.4)}, "low end 0.6 is above its high end 0.4"),
     ({"score": 0.5, "interval": (float("-inf"), 0.6)}, "interval low must be a finite number"),
     ({"score": 0.5, "board": "final"}, "unknown board"),
@@ -170,6 +175,10 @@ def test_grade_text_states_rank_medal_and_interval(capsys):
     (["grade", "abc"], "argument SCORE: expected a number, got 'abc'"),
     (["grade", "0.5", "--board", "final"], "invalid choice: 'final'"),
     (["grade", "0.5", "--interval", "0.6", "0.7"], "--interval 0.6 0.7 must hold SCORE 0.5"),
+    (["grade", "1.5"], "error: score 1.5 is not a possible score: a final score, the mean of the five "
+                       "collection scores (tile slowdown at most 1, Kendall's tau in [-1, 1]), is at most "
+                       "1.0"),
+    (["grade", "0.5", "--interval", "0.4", "1.2"], "error: interval high 1.2 is not a possible score"),
 ])
 def test_grade_usage_errors_exit_2_naming_the_argument(capsys, argv, message):
     try:
@@ -179,6 +188,24 @@ def test_grade_usage_errors_exit_2_naming_the_argument(capsys, argv, message):
     err = capsys.readouterr().err
     assert code == 2 and message in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["grade", "abc", "--json"], "argument SCORE: expected a number, got 'abc'"),
+    (["grade", "1.5", "--json"], "score 1.5 is not a possible score"),
+    (["grade", "--json"], "the following arguments are required: SCORE"),
+    (["grade", "0.5", "--json", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_grade_usage_errors_with_json_print_one_json_error_on_stdout(capsys, argv, message):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert code == 2 and document["ok"] is False and document["exit_code"] == 2
+    assert len(document["problems"]) == 1 and message in document["problems"][0]["message"]
+    assert f"tpugraphs grade: error: {document['problems'][0]['message']}" in err
 
 
 # -- report --grade: the solution's origin ------------------------------------------------------------

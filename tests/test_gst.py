@@ -24,12 +24,12 @@ from solutions.gnn.gst import (
     topological_order,
 )
 from solutions.gnn.model import LayoutRanker
-from solutions.gnn.ranker import BEFORE_VERSION_4
+from solutions.gnn.ranker import FORMAT_VERSION
 from solutions.gnn.settings import GNNConfig
 from solutions.method import FitOptions, SplitSource
 
 LAYOUT = COLLECTION_BY_NAME["layout:nlp:random"]
-FAST = {"layout_epochs": 2, "hidden": 16, "layers": 2, "valid_configs": 16}
+FAST = {"layout_epochs": 2, "hidden": 16, "layers": 2, "layout_valid_configs": 16}
 
 
 def random_dag(rng: np.random.Generator, n: int, m: int) -> np.ndarray:
@@ -99,7 +99,7 @@ def test_whole_computations_are_packed_when_each_fits():
 
 def test_segments_keep_only_their_inside_edges_and_configurable_nodes():
     graph = layout_graph(np.random.default_rng(1))
-    example = layout_example("g", graph, prune=False, compress=True)
+    example = layout_example("g", graph, transform=None, compress=True)
     segments = segment_example(example, 25)
     assert sum(s.num_nodes for s in segments) == example.num_nodes
     assert sorted(torch.cat([s.config_slots for s in segments]).tolist()) == list(range(12))
@@ -129,7 +129,7 @@ def cut_inputs(example, segments) -> LayoutInputs:
 @pytest.mark.parametrize("engineered", [False, True], ids=["plain", "engineered"])
 def test_all_segments_fresh_equals_the_full_model_on_the_cut_graph(engineered):
     torch.manual_seed(0)
-    example = make_example("g", layout_graph(np.random.default_rng(2)), prune=False, compress=True,
+    example = make_example("g", layout_graph(np.random.default_rng(2)), transform=None, compress=True,
                            engineered=engineered)
     segments = segment_example(example, 25)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
@@ -147,7 +147,7 @@ def test_all_segments_fresh_equals_the_full_model_on_the_cut_graph(engineered):
 
 def test_historical_values_stand_in_for_segments_not_recomputed():
     torch.manual_seed(0)
-    example = layout_example("g", layout_graph(np.random.default_rng(3)), prune=False, compress=True)
+    example = layout_example("g", layout_graph(np.random.default_rng(3)), transform=None, compress=True)
     segments = segment_example(example, 25)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
                                                  engineered_features=False)).eval()
@@ -170,7 +170,7 @@ def test_historical_values_stand_in_for_segments_not_recomputed():
 
 
 def test_stale_dropout_leaves_historical_values_out():
-    example = layout_example("g", layout_graph(np.random.default_rng(4)), prune=False, compress=True)
+    example = layout_example("g", layout_graph(np.random.default_rng(4)), transform=None, compress=True)
     segments = segment_example(example, 25)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, fusion="early", config_attention=False,
                                                  engineered_features=False)).eval()
@@ -202,7 +202,7 @@ def test_a_segment_without_configurable_nodes_is_stored_for_every_config():
 
 def test_tables_in_a_folder_are_files_removed_on_close(tmp_path):
     training = SegmentTraining(25, 8, tmp_path)
-    example = layout_example("g", layout_graph(np.random.default_rng(5)), prune=False, compress=True)
+    example = layout_example("g", layout_graph(np.random.default_rng(5)), transform=None, compress=True)
     _, table = training.graph(0, example)
     assert isinstance(table.values, np.memmap) and list(tmp_path.glob("gst-tables-*/0.values.npy"))
     assert training.table_bytes == table.nbytes > 0
@@ -255,7 +255,7 @@ def test_gst_unpruned_fit_saves_its_mode_and_predicts_every_config(tiny_competit
     assert ranker.result.steps > 0
     ranker.save(tmp_path / "model")
     meta = json.loads((tmp_path / "model" / "gnn.json").read_text())
-    assert meta["format_version"] == 4 and meta["config"]["training"] == "gst"
+    assert meta["format_version"] == FORMAT_VERSION and meta["config"]["training"] == "gst"
     assert meta["config"]["segment_size"] == 64 and meta["training"]["mode"] == "gst"
     loaded = GNNRanker.load(tmp_path / "model")
     assert loaded.config.training == "gst" and loaded.training_mode == "gst"
@@ -274,15 +274,3 @@ def test_tables_in_the_cache_folder_give_the_same_model(tiny_competition, tmp_pa
     assert not list((tmp_path / "cache").glob("gst-tables-*"))  # removed once training ended
     for _, graph in iter_split(tiny_competition / "public", LAYOUT, "test"):
         np.testing.assert_array_equal(cached.predict(LAYOUT, graph), memory.predict(LAYOUT, graph))
-
-
-def test_a_version_2_model_was_trained_full_graph(tiny_competition, tmp_path):
-    ranker = fit(tiny_competition, **BEFORE_VERSION_4)  # the model a version-2 gnn.json describes
-    ranker.save(tmp_path / "model")
-    meta_path = tmp_path / "model" / "gnn.json"
-    meta = json.loads(meta_path.read_text())
-    for key in ("training", "segment_size", "segments_per_step", "stale_dropout"):
-        del meta["config"][key]
-    meta["format_version"] = 2
-    meta_path.write_text(json.dumps(meta))
-    assert GNNRanker.load(tmp_path / "model").config.training == "full"

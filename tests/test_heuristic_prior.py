@@ -66,14 +66,14 @@ def test_a_prior_without_its_column_is_refused(method, params, message):
 
 
 def test_the_gnn_starts_xla_random_from_the_heuristic_unless_told_otherwise(tiny_competition, tmp_path):
-    """layout:xla:random's collection defaults (docs/gnn.md): trained and saved with the prior;
+    """layout:xla:random's collection defaults (docs/defaults.md): trained and saved with the prior;
     a person's engineered_features=false trains without it instead of being refused."""
     public = tiny_competition / "public"
     assert LAYOUT.name == "layout:xla:random"
-    ranker = _fit(GNNRanker(**FAST), public)
+    ranker = _fit(GNNRanker.for_collection(LAYOUT, **FAST), public)
     assert ranker.config.heuristic_prior == ranker.model.heuristic_prior == 3.0
     assert ranker.config.average_epochs == 20.0  # and selects on a moving average of the weights
     ranker.save(tmp_path / "model")
     assert GNNRanker.load(tmp_path / "model").model.heuristic_prior == 3.0
-    plain = _fit(GNNRanker(**FAST, engineered_features=False), public)
+    plain = _fit(GNNRanker.for_collection(LAYOUT, **FAST, engineered_features=False), public)
     assert (plain.config.engineered_features, plain.model.heuristic_prior) == (False, 0.0)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from competition.commands._extras import PACKAGE, PROVIDED_BY, missing_extra_message
+from competition.commands.extras import PACKAGE, PROVIDED_BY, missing_extra_message
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -35,13 +35,14 @@ OPTIONAL_IMPORTS = {
 # Declared but never imported by name: what uses them.
 USED_WITHOUT_IMPORT = {
     "jinja2": "fastapi's Jinja2Templates renders the leaderboard pages",
-    "python-multipart": "fastapi parses the leaderboard's forms with it",
     "psycopg": "SQLAlchemy's postgresql+psycopg driver (tpugraphs leaderboard --db postgresql+psycopg://...)",
     "nbclient": "its jupyter-execute runs the notebooks headless (tests/test_notebooks.py, in process)",
     "nbformat": "jupyter-execute reads and writes the notebooks with it (tests/test_notebooks.py too)",
     "ipykernel": "nbclient runs the notebooks on its python3 kernel",
     "six": "the kaggle package imports it without declaring it",
     "ruff": "make lint",
+    "pytest-cov": "make coverage (pytest --cov)",
+    "pytest-xdist": "make test and make check run the tests in two processes (pytest -n)",
 }
 
 
@@ -112,6 +113,10 @@ def is_third_party(module: str, path: Path) -> bool:
 
 
 KAGGLE_CLIENT = ROOT / "competition" / "data" / "kaggle_api.py"
+# Runs under the upstream baselines' own Python (.venv-peers/, make bench-peers), never the kit's: its
+# imports are pinned in PEERS_REQUIREMENTS, not declared in pyproject.toml.
+PEERS_LAUNCH = ROOT / "benchmarks" / "peers_launch.py"
+PEERS_REQUIREMENTS = ROOT / "benchmarks" / "peers-requirements.txt"
 
 
 def part_files(part: str) -> list[Path]:
@@ -121,12 +126,23 @@ def part_files(part: str) -> list[Path]:
         "solutions": list((ROOT / "solutions").rglob("*.py")),
         "leaderboard": list((ROOT / "leaderboard").rglob("*.py")),
         "notebooks": list((ROOT / "notebooks").glob("*.ipynb")),
-        "dev": [*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")],
+        "dev": [*(ROOT / "tests").rglob("*.py"),
+                *(p for p in (ROOT / "benchmarks").rglob("*.py") if p != PEERS_LAUNCH)],
     }[part]
     return sorted(files)
 
 
 PARTS = ("base", "kaggle", "solutions", "leaderboard", "notebooks", "dev")
+
+
+def test_the_peers_launcher_imports_only_what_the_peers_environment_pins():
+    pinned = {normalize(line.split("==")[0]) for line in PEERS_REQUIREMENTS.read_text().splitlines()
+              if "==" in line and not line.startswith("#")}
+    distribution = {"absl": "absl-py"}  # import name -> distribution, where they differ
+    unpinned = [f"{where} imports {module}" for where, module in imports_of(PEERS_LAUNCH)
+                if is_third_party(module, PEERS_LAUNCH) and module != "tpu_graphs"  # the peers' own code
+                and normalize(distribution.get(module, module)) not in pinned]
+    assert unpinned == [], f"pin these in {PEERS_REQUIREMENTS.name}: {unpinned}"
 
 
 def undeclared_imports(part: str) -> list[str]:
@@ -137,7 +153,7 @@ def undeclared_imports(part: str) -> list[str]:
             if not is_third_party(module, path) or module in OPTIONAL_IMPORTS:
                 continue
             if module not in PROVIDED_BY:
-                problems.append(f"{where} imports {module}, which competition/commands/_extras.py's "
+                problems.append(f"{where} imports {module}, which competition/commands/extras.py's "
                                 "PROVIDED_BY does not know: declare its distribution in pyproject.toml and "
                                 "add it there")
             elif normalize(PROVIDED_BY[module][0]) not in have:
@@ -166,7 +182,7 @@ def test_a_new_import_without_its_dependency_is_caught(tmp_path):
         probe.unlink()
     assert problems == [
         "competition/_install_probe_for_test.py:2 imports torch, but torch is not in the base dependencies",
-        "competition/_install_probe_for_test.py:3 imports yaml, which competition/commands/_extras.py's "
+        "competition/_install_probe_for_test.py:3 imports yaml, which competition/commands/extras.py's "
         "PROVIDED_BY does not know: declare its distribution in pyproject.toml and add it there",
     ]
 
@@ -188,7 +204,7 @@ def test_every_declared_requirement_is_used_by_its_part():
 
 
 def test_the_extras_that_bring_torch_say_to_install_its_cpu_build_first():
-    from competition.commands._extras import EXTRAS_WITH_TORCH
+    from competition.commands.extras import EXTRAS_WITH_TORCH
 
     extras = PYPROJECT["project"]["optional-dependencies"]
     assert set(EXTRAS_WITH_TORCH) == {extra for extra in extras if "torch" in declared(extra)}
@@ -301,4 +317,6 @@ def test_a_solution_without_its_extra_says_what_to_install(tiny_competition, tmp
                        "--out", str(tmp_path / "gbdt.csv"))
     assert solved.returncode == 2, solved.stderr
     assert "Traceback" not in solved.stderr
-    assert "lightgbm" in solved.stderr and "pip install 'tpugraphs-kit[solutions]'" in solved.stderr
+    # The first of the extra's packages the method imports is the one named (scipy or lightgbm for gbdt).
+    assert "is not installed" in solved.stderr and "pip install 'tpugraphs-kit[solutions]'" in solved.stderr
+    assert any(f"{module} is not installed" in solved.stderr for module in ("lightgbm", "scipy"))

@@ -23,7 +23,7 @@ from solutions.commands import param_texts
 from solutions.method import FitOptions, MethodInfo
 from solutions.runner import PeakMemory, SolveError, solve
 
-QUICK_GNN = {"layout_epochs": 1, "tile_epochs": 1, "hidden": 16, "layers": 2, "valid_configs": 16}
+QUICK_GNN = {"layout_epochs": 1, "tile_epochs": 1, "hidden": 16, "layers": 2, "layout_valid_configs": 16}
 QUIET = FitOptions(progress=False)
 
 
@@ -330,30 +330,6 @@ def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, c
     assert json.loads(report.read_text())["collections"][0]["collection"] == "layout:xla:default"
 
 
-@pytest.mark.parametrize("method", ["gbdt", "gnn"])
-@pytest.mark.parametrize("learn_from_random_search", [None, "true", "false"])  # None: the default (off)
-def test_the_report_says_when_a_default_search_also_trained_on_the_random_search(
-        tiny_competition, tmp_path, capsys, method, learn_from_random_search):
-    quick = (["--param", "num_boost_round=20", "--param", "min_boost_round=5"] if method == "gbdt"
-             else ["--param", "layout_epochs=1", "--param", "hidden=16"])
-    setting = ([] if learn_from_random_search is None
-               else ["--param", f"learn_from_random_search={learn_from_random_search}"])
-    report, out = tmp_path / "report.json", tmp_path / "s.csv"
-    code, stdout, _ = run_cli(capsys, "--data", str(public(tiny_competition)), "--out", str(out),
-                              "--quiet", "--method", method, "--collection", "layout:nlp:default",
-                              "--collection", "layout:nlp:random", *quick, *setting, "--json", str(report))
-    assert code == 0
-    pooled = learn_from_random_search == "true"
-    line = ("layout:nlp:default: also trained on the train graphs of layout:nlp:random "
-            "(learn_from_random_search).")
-    assert (line in stdout) == pooled
-    assert "layout:nlp:random: also trained" not in stdout  # a random search trains on its own graphs
-    collections = json.loads(report.read_text())["collections"]
-    trained_on = {c["collection"]: c["details"]["trained_on"] for c in collections}
-    assert trained_on == {"layout:nlp:default": ["layout:nlp:default"] + ["layout:nlp:random"] * pooled,
-                          "layout:nlp:random": ["layout:nlp:random"]}
-
-
 @pytest.mark.parametrize(("argv", "message"), [
     (["--method", "nope"], "unknown method 'nope'"),
     (["--collection", "tile"], "invalid choice: 'tile'"),
@@ -415,8 +391,8 @@ def test_cli_disk_full_while_caching_exits_1_and_leaves_no_half_cache(tiny_compe
 
 @pytest.mark.parametrize(("items", "expected"), [
     ([], {}),
-    (["hidden=64", "loss=listmle", "patience=null", "row_features=false", "lr=1e-3"],
-     {"hidden": 64, "loss": "listmle", "patience": None, "row_features": False, "lr": 0.001}),
+    (["hidden=64", "fusion=early", "patience=null", "row_features=false", "lr=1e-3"],
+     {"hidden": 64, "fusion": "early", "patience": None, "row_features": False, "lr": 0.001}),
     (["patience=none", "num_threads=None", "config_attention=no"],
      {"patience": None, "num_threads": None, "config_attention": False}),
 ])
@@ -533,30 +509,32 @@ def test_the_selection_note_is_one_sentence_under_the_table_only_when_the_fallba
         assert lines.index(notes[0]) > lines.index(next(line for line in lines if line.startswith("gbdt:")))
 
 
-def test_predict_only_loads_a_tile_gbdt_model_of_an_older_feature_version(tiny_competition, tmp_path):
-    # Feature versions 2 to 4 changed layout columns only: a tile model saved before them still predicts,
-    # the same as when it was saved; the layout model of the same run refuses (the test below).
+def test_predict_only_refuses_a_tile_gbdt_model_of_an_older_feature_version(tiny_competition, tmp_path):
+    # One feature version: a model saved by another is refused, naming the command that retrains it.
     models = tmp_path / "sub.models"
     solve(public(tiny_competition), "gbdt", tmp_path / "sub.csv", collections=["tile:xla"], options=QUIET)
     [settings] = models.glob("*/settings.json")
     assert '"version": 4' in settings.read_text()
     settings.write_text(settings.read_text().replace('"version": 4', '"version": 1'))
-    solve(public(tiny_competition), "gbdt", tmp_path / "out.csv", collections=["tile:xla"], options=QUIET,
-          model_dir=models, predict_only=True)
-    assert (tmp_path / "out.csv").read_text() == (tmp_path / "sub.csv").read_text()
+    with pytest.raises(SolveError, match=r"settings\.json: saved features are version 1, this code computes "
+                                         r"version 4; retrain it: tpugraphs solve --method gbdt --collection "
+                                         r"tile:xla --data PUBLIC_DIR --out SUB\.csv$"):
+        solve(public(tiny_competition), "gbdt", tmp_path / "out.csv", collections=["tile:xla"], options=QUIET,
+              model_dir=models, predict_only=True)
 
 
 # A damaged model folder (a hand edit, a truncated copy): a usage error naming the file (or, for keys
 # missing from a settings file, the folder) and what failed, never a traceback.
 NOT_JSON = r"tile_xla/{}: not JSON \(Expecting .*\); write the model again \(run without --predict-only\)"
-UNREADABLE = r"tile_xla: the saved {} model could not be read \(\w+: .*\); run without --predict-only first"
 
 
 @pytest.mark.parametrize(("method", "file", "text", "refusal"), [
     ("random", "random.json", "{not json", NOT_JSON.format("random\\.json")),
     ("heuristic", "heuristic.json", "[3]", r"heuristic\.json: a JSON object was expected, not a list; write"),
     ("gbdt", "settings.json", "{not json", NOT_JSON.format("settings\\.json")),
-    ("gbdt", "settings.json", "{}", UNREADABLE.format("gbdt")),
+    ("gbdt", "settings.json", "{}",
+     r"tile_xla/settings\.json: a gbdt model of format version None; this kit reads format \d+ only; retrain "
+     r"it: tpugraphs solve --method gbdt --collection NAME"),
     ("gbdt", "model.txt", "not a LightGBM model",
      r"tile_xla/model\.txt: LightGBM cannot read it \(LightGBMError: .+\); write the model again \(run "
      r"without --predict-only\)"),
@@ -582,20 +560,16 @@ def _stale(models: Path, name: str, old: str, new: str) -> None:
         path.write_text(path.read_text().replace(old, new))
 
 
-# A model saved by an older kit whose rule or features this code computes differently: a usage error that
-# names the file and says what to do, never a traceback.
+# A model saved with another rule or feature version (the first collection's, tile's, is met first): a
+# usage error that names the file and says what to do, never a traceback.
 @pytest.mark.parametrize(("method", "damage", "message"), [
     ("heuristic", lambda m: _stale(m, "heuristic.json", '"rule_version": 3', '"rule_version": 2'),
-     r"heuristic\.json: saved heuristic rule version 2, this code has 3 \(rule 3 changed the layout rule "
-     r"to a roofline, the longer of the padded matrix work and the memory traffic\); run without "
-     r"--predict-only"),
+     r"heuristic\.json: saved heuristic rule version 2, this code has 3; run without --predict-only"),
     ("gbdt", lambda m: _stale(m, "settings.json", '"version": 4', '"version": 2'),
-     r"settings\.json: saved features are version 2, this code computes version 4 \(version 3: "
-     r"heuristic_log_cost follows the heuristic's layout rule 3, a roofline; version 4: the input and "
-     r"kernel features of a node whose configs set fewer slots than its operands' rank \(a 4-D or 5-D "
-     r"convolution\) read those operands instead of none\); retrain the model"),
+     r"settings\.json: saved features are version 2, this code computes version 4; retrain it: tpugraphs "
+     r"solve --method gbdt --collection tile:xla"),
     ("gbdt", lambda m: _stale(m, "settings.json", '"feature_names": [', '"feature_names": ["gone", '),
-     r"settings\.json: the saved feature names differ from this code's; retrain the model"),
+     r"settings\.json: the saved feature names differ from this code's; retrain it: tpugraphs solve"),
 ], ids=["heuristic-rule", "gbdt-feature-version", "gbdt-feature-names"])
 def test_predict_only_refuses_a_model_of_an_older_rule_or_feature_version(tiny_competition, tmp_path, method,
                                                                           damage, message):

@@ -67,7 +67,15 @@ def test_hand_worked_scores(solution):
     assert report.score == pytest.approx((1.0 + (l1 + l2) / 2) / 2)
     assert report.public == pytest.approx((1.0 + l1) / 2)
     assert report.private == pytest.approx((1.0 + l2) / 2)
-    assert set(report.to_json_dict()) == {"score", "public", "private", "collections"}
+    as_json = report.to_json_dict()
+    assert set(as_json) == {"score", "public", "private", "collections", "public_collections",
+                            "private_collections", "graphs", "metrics"}
+    # The per-collection split the table prints: layout:xla:random has a Public and a Private graph.
+    assert as_json["public_collections"]["layout:xla:random"] == pytest.approx(l1)
+    assert as_json["private_collections"]["layout:xla:random"] == pytest.approx(l2)
+    assert as_json["graphs"]["layout:xla:random"] == {"public": 1, "private": 1}
+    assert as_json["metrics"] == {"tile:xla": "tile_slowdown", "layout:xla:random": "kendall_tau"}
+    assert set(as_json["collections"]) == set(as_json["public_collections"]) == set(as_json["graphs"])
     assert "private" not in report.public_view()
     table = format_report(report)
     assert "tile:xla" in table and "final (mean of collections)" in table

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from competition.cli import main
-from competition.collections import COLLECTION_NAMES
+from competition.collections import COLLECTION_NAMES, get_collection
 from solutions.method import METHODS
 from solutions.settings import SettingError, parse_texts, schema
 
-SETTINGS_CLASSES = {name: getattr(info.load_class(), "settings_class", None)
+SETTINGS_CLASSES = {name: None if (known := info.load_settings()) is None else known.settings_class
                     for name, info in METHODS.items()}
 WITH_SETTINGS = sorted(name for name, cls in SETTINGS_CLASSES.items() if cls is not None)
 
@@ -44,8 +44,11 @@ BAD_PARAMS = [
     ("gnn", ["lr=inf"], "setting lr=inf: not a finite number"),
     ("gnn", ["config_attention=maybe"], "setting config_attention=maybe: not true or false"),
     ("gnn", ["hiden=64"], "setting hiden: --method gnn has no such setting; did you mean hidden?"),
-    ("gnn", ["loss=listnet"],
-     "setting loss=listnet: unknown (did you mean listmle?); loss must be one of hinge, listmle"),
+    ("gnn", ["training=gts"],
+     "setting training=gts: unknown (did you mean gst?); training must be one of full, gst"),
+    ("gnn", ["loss=listmle"], "setting loss: --method gnn has no such setting; (tpugraphs solve"),
+    ("gbdt", ["lr=0.1"], "setting lr: --method gbdt has no such setting; did you mean learning_rate? "
+                         "(tpugraphs solve --method gbdt --list-params lists them)"),
     ("gnn", ["fusion=none"], "setting fusion=none: unknown; fusion must be one of early, intermediate"),
     ("gnn", ["pruning=khop"], "setting pruning=khop: khop takes K or K:P"),
     ("gnn", ["training=gst"], "setting training=gst with fusion=intermediate"),
@@ -133,7 +136,7 @@ def test_random_texts_are_refused_with_a_setting_error_or_give_settings_every_co
     stops at the schema (SettingError, which the command line shows as one line with exit 2) or
     gives values from which every collection's settings are built without another error."""
     method, texts = case
-    cls = METHODS[method].load_class()
+    method_settings = METHODS[method].load_settings()
     try:
         values = parse_texts(SETTINGS_CLASSES[method], texts, method)
     except SettingError as exc:
@@ -141,7 +144,7 @@ def test_random_texts_are_refused_with_a_setting_error_or_give_settings_every_co
         return
     for name in COLLECTION_NAMES:
         try:
-            built = cls.settings_for(name, values)
+            built = method_settings.resolve(get_collection(name), values)
         except SettingError as exc:  # a combination refused (gst + intermediate fusion, label levels)
             assert "\n" not in str(exc)
             continue
@@ -159,10 +162,52 @@ def test_list_params_json_is_one_document(method, capsys):
     assert all({"name", "default", "allowed", "meaning"} <= set(row) for row in document["settings"])
 
 
-def test_a_default_made_by_a_factory_is_read_when_asked(monkeypatch):
-    from solutions.gnn import data as gnn_data
-    from solutions.gnn.settings import GNNConfig
+def test_checking_and_listing_settings_imports_no_training_library():
+    """``--list-params`` (with and without --collection) and a refused setting answer without importing
+    torch, torch_geometric or lightgbm: training imports them when it starts working."""
+    import subprocess
+    import sys
 
-    assert schema(GNNConfig)["pruning"].default == "onehop"
-    monkeypatch.setattr(gnn_data, "DEFAULT_PRUNING", "configurable")
-    assert schema(GNNConfig)["pruning"].default == "configurable" == GNNConfig().pruning
+    script = """
+import sys
+from competition.cli import main
+for argv in (["solve", "--method", "gnn", "--list-params"],
+             ["solve", "--method", "gbdt", "--list-params", "--collection", "tile:xla"],
+             ["solve", "--data", "x", "--out", "y", "--param", "dropout=2"],
+             ["solve", "--data", "x", "--out", "y", "--method", "gbdt", "--param", "lr=0.1"]):
+    assert main(argv) in (0, 2), argv
+heavy = [m for m in ("torch", "torch_geometric", "lightgbm") if m in sys.modules]
+assert not heavy, heavy
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_list_params_with_a_collection_shows_the_defaults_it_starts_from(capsys):
+    assert main(["solve", "--method", "gnn", "--list-params", "--collection", "layout:xla:random",
+                 "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    defaults = {row["name"]: row["default"] for row in document["settings"]}
+    assert document["collection"] == "layout:xla:random"
+    assert defaults["heuristic_prior"] == 3.0 and defaults["average_epochs"] == 20.0
+    assert main(["solve", "--method", "gbdt", "--list-params", "--collection", "tile:xla"]) == 0
+    text = capsys.readouterr().out
+    assert "ndcg_at" in text and "the defaults tile:xla starts from" in text
+    row = next(line for line in text.splitlines() if line.strip().startswith("ndcg_at "))
+    assert row.split()[1] == "5"
+    assert main(["solve", "--method", "gbdt", "--list-params", "--collection", "tile:xla",
+                 "--collection", "layout:xla:random"]) == 2
+    assert "give --collection once" in capsys.readouterr().err
+
+
+def test_a_setting_is_resolved_once_and_a_param_always_wins():
+    from solutions.gnn.settings import SETTINGS
+
+    random_search = get_collection("layout:xla:random")
+    assert SETTINGS.resolve(random_search).heuristic_prior == 3.0
+    assert SETTINGS.resolve(get_collection("layout:xla:default")).heuristic_prior == 0.0
+    assert SETTINGS.resolve(random_search, {"heuristic_prior": 0}).heuristic_prior == 0.0
+    plain = SETTINGS.resolve(random_search, {"engineered_features": False})  # the prior gives way
+    assert plain.heuristic_prior == 0.0 and plain.average_epochs == 20.0
+    with pytest.raises(SettingError, match="heuristic_prior"):  # the person's own contradiction
+        SETTINGS.resolve(random_search, {"engineered_features": False, "heuristic_prior": 1})

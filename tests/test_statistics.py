@@ -535,6 +535,28 @@ def test_cli_shakeup_and_ensemble_json(files, capsys):
     assert set(blended["scores"]) == {str(paths["truth"]), str(paths["random"]), str(out)}
 
 
+def test_cli_ensemble_takes_data_and_solution_together(tiny_competition, tmp_path, capsys):
+    """The IDs and counts from --data, the scores from --solution; two folders of different graphs are
+    refused (exit 1) with the IDs that differ."""
+    public, solution = tiny_competition / "public", tiny_competition / "private" / "solution.csv"
+    inputs = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for path in inputs:
+        path.write_bytes((public / "sample_submission.csv").read_bytes())
+    out = tmp_path / "blend.csv"
+    blended = _json(capsys, ["ensemble", *map(str, inputs), "--out", str(out), "--data", str(public),
+                             "--solution", str(solution), "--json"])
+    assert blended["counts_from"] == "data" and set(blended["scores"]) == {*map(str, inputs), str(out)}
+    other = tmp_path / "other"
+    from competition.data.synth import generate_competition
+
+    generate_competition(other, scale="tiny", seed=1)
+    out.unlink()
+    assert main(["ensemble", *map(str, inputs), "--out", str(out), "--data", str(public), "--solution",
+                 str(other / "private" / "solution.csv")]) == 1
+    assert "are not the same test graphs: 24 IDs differ, e.g. layout:" in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(("argv", "code", "message"), [
     (["report", "{missing}", "--solution", "{solution}"], 2, "no such file"),
     (["report", "{broken}", "--solution", "{solution}"], 1, "missing-id"),

@@ -122,7 +122,7 @@ BAD_FILES = [
      r"the header is 'Id,TopConfigs'; expected 'ID,TopConfigs' \(these exact names, in either "
      r"order\): 'ID' is missing \(found 'Id'; names are exact and case-sensitive\)", {}),
     ("other-column-name", csv_bytes(good_lines(), header="ID,Predictions"), "header", 1,
-     r"'TopConfigs' is missing$", {}),
+     r"'TopConfigs' is missing \(column 2 is 'Predictions'\)$", {}),
     ("spaced-header", csv_bytes(good_lines(), header="ID, TopConfigs"), "header", 1,
      r"'TopConfigs' is missing \(found ' TopConfigs'", {}),
     ("no-header", csv_bytes(good_lines()[1:], header=good_lines()[0]), "header", 1,
@@ -133,7 +133,11 @@ BAD_FILES = [
      r"the header 'ID;TopConfigs' separates its columns with ';'; a submission is comma-separated", {}),
     ("tab-header", b"ID\tTopConfigs\n", "header", 1, r"separates its columns with tabs", {}),
     ("unknown-header", csv_bytes(good_lines(), header="a,b,c"), "header", 1,
-     r"'ID' is missing; 'TopConfigs' is missing; it has 3 columns, a submission exactly two", {}),
+     r"'ID' is missing \(column 1 is 'a'\); 'TopConfigs' is missing \(column 2 is 'b'\); it has 3 columns, "
+     r"a submission exactly two", {}),
+    ("one-column-header", csv_bytes(good_lines(), header="Predictions"), "header", 1,
+     r"'ID' is missing \(column 1 is 'Predictions'\); 'TopConfigs' is missing \(the header has no column "
+     r"for it\); it has 1 column, a submission exactly two", {}),
     ("extra-header-column",
      csv_bytes([f"{line},Public" for line in good_lines()], header="ID,TopConfigs,Usage"),
      "extra-column", 1,

@@ -16,19 +16,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from competition.cli import main
-from competition.collections import COLLECTIONS, SOLUTION_COLUMNS, SPLITS, SUBMISSION_HEADER, parse_row_id
-from competition.data.graphs import MAX_OPCODE, load_graph
-from competition.data.synth import SCALES, generate_competition
-from competition.data.synth.generate import LAYOUT_KEYS, TILE_KEYS
-from competition.data.synth.hlo_encoding import (
-    NODE_FEATURE_INDEX,
-    NODE_FEATURE_NAMES,
-    OPCODE_IDS,
-    OPCODE_NAMES,
-    sequence_features,
-    tile_config_features,
+from competition.collections import (
+    COLLECTION_BY_NAME,
+    COLLECTIONS,
+    SOLUTION_COLUMNS,
+    SPLITS,
+    SUBMISSION_HEADER,
+    parse_row_id,
 )
-from competition.data.synth.stats import describe
+from competition.data.graphs import MAX_OPCODE, load_graph
+from competition.data.hlo import NODE_FEATURE_INDEX, NODE_FEATURE_NAMES, OPCODE_IDS, OPCODE_NAMES
+from competition.data.synth import SCALES, generate_competition
+from competition.data.synth.hlo_encoding import sequence_features, tile_config_features
 from competition.data.synth.tile import dim_options
 from competition.data.synth.writer import write_npz
 from competition.data.tree import split_dir
@@ -94,7 +93,7 @@ def test_tree_is_exactly_the_kaggle_download(tiny_competition):
 def test_every_npz_has_the_released_keys_dtypes_and_shapes(loaded):
     for coll, _, path, raw, _ in loaded:
         tile = coll == "tile:xla"
-        assert tuple(raw) == (TILE_KEYS if tile else LAYOUT_KEYS), path.name
+        assert tuple(raw) == tuple(COLLECTION_BY_NAME[coll].task.npz_spec), path.name  # the released order
         n = raw["node_opcode"].shape[0]
         assert raw["node_feat"].dtype == np.float32 and raw["node_feat"].shape == (n, 140)
         assert raw["node_opcode"].dtype == np.uint8
@@ -435,16 +434,6 @@ def test_opcode_profile_looks_like_hlo(loaded):
     assert len(counts) >= 25
 
 
-def test_describe_reports_every_collection(tiny_competition):
-    stats = describe(tiny_competition / "public", tiny_competition / "private")
-    assert set(stats) == {c.name for c in COLLECTIONS}
-    assert stats["layout:xla:random"]["runtime max/min"]["median"] > stats["layout:xla:default"]["runtime "
-                                                                                                 "max/min"][
-        "median"]
-    assert 0 <= stats["tile:xla"]["default is the fastest"] <= 1
-    assert 0 < stats["layout:nlp:default"]["share of -1 in node_config_feat"] < 1
-
-
 def test_the_signal_is_learnable_on_small_like_graphs():
     """A simple cost-relevant feature ranks configurations better than chance (Spearman > 0)."""
     from scipy.stats import spearmanr
@@ -685,15 +674,6 @@ def test_canonical_layouts_match_a_loop_that_drops_size_one_dimensions(data):
             assert fast[c, j].tolist() == kept + [-1] * (6 - len(kept))
 
 
-def test_stats_markdown_has_one_row_per_statistic(tiny_competition):
-    from competition.data.synth.stats import markdown
-
-    stats = describe(tiny_competition / "public", tiny_competition / "private")
-    text = markdown(stats)
-    assert text.count("\n| ") >= len(stats["layout:xla:default"]) + len(stats["tile:xla"])
-    assert "`layout:nlp:random`" in text and "`tile:xla`" in text
-
-
 def test_an_interrupted_build_leaves_nothing_and_keeps_the_previous_competition(tmp_path, monkeypatch):
     from competition.data.synth import generate as generate_module
 
@@ -704,7 +684,7 @@ def test_an_interrupted_build_leaves_nothing_and_keeps_the_previous_competition(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(generate_module, "_run_layout", interrupted)
+    monkeypatch.setattr(generate_module._LayoutUnit, "write", interrupted)
     with pytest.raises(KeyboardInterrupt):
         generate_competition(out, scale="tiny", seed=1, overwrite=True)
     after = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}

@@ -5,7 +5,9 @@ That is a ``Task`` subclass and instance (``competition/tasks.py``), its graph c
 third kind, ``pick`` (a row names the one config predicted fastest; scored like tile with k = 1), is
 declared the way those files would hold it, in a fresh interpreter (the collections table is read
 when the kit is imported). Then the kit's own loader, validator, scorer and ``solve --method
-heuristic`` run on a toy collection of it, with no other file changed.
+heuristic``, ``--method gbdt`` and ``--method gnn`` (each trained, saved, loaded again and predicting)
+run on a toy collection of it, with no other file changed: the methods ask the task for what differs
+(its configs' columns, how many listed configs count), never its name.
 """
 
 from __future__ import annotations
@@ -101,7 +103,22 @@ scored = score_submission(out, load_solution(solution))
 bad = work / "bad.csv"
 bad.write_text(f"ID,TopConfigs\n{TOY.row_id('g1')},\n{TOY.row_id('g2')},0\n")
 refused = validate_submission(bad, expected_from_data_dir(public, [TOY]))
+learned = {}
+for method, params in (("gbdt", {"num_boost_round": 5, "min_boost_round": 1}),
+                       ("gnn", {"tile_epochs": 2, "hidden": 8, "layers": 1})):
+    written = work / f"{method}.csv"
+    trained = solve(public, method, written, collections=[TOY.name], method_params=params)
+    again = solve(public, method, work / f"{method}-again.csv", collections=[TOY.name],
+                  model_dir=work / f"{method}.models", predict_only=True)
+    learned[method] = {
+        "valid": validate_submission(written, expected_from_data_dir(public, [TOY])).ok,
+        "same_after_load": written.read_text() == (work / f"{method}-again.csv").read_text(),
+        "validation": trained.collections[0].validation_score,
+        "loaded_validation": again.collections[0].validation_score,
+        "score": score_submission(written, load_solution(solution)).collections[TOY.name],
+    }
 print(json.dumps({
+    "learned": learned,
     "kind": graph_kind(path), "graph": type(load_graph(path)).__name__,
     "rows": out.read_text().splitlines(), "valid": checked.ok,
     "validation": report.collections[0].validation_score, "metric": report.collections[0].metric,
@@ -125,3 +142,10 @@ def test_a_toy_third_task_kind_is_validated_scored_and_solved_by_the_kit_unchang
     # An empty row is refused with the kind's own rule (at least k = 1 index of the graph's 3).
     assert result["refused"] == ["TopConfigs is empty; expected at least 1 distinct config indices "
                                  "out of 0..2, fastest first, separated by ';'"]
+    # gbdt and the gnn train on the kind's own config columns, save, load and predict the same rows.
+    for method in ("gbdt", "gnn"):
+        facts = result["learned"][method]
+        assert facts["valid"] is True and facts["same_after_load"] is True, method
+        assert facts["validation"] == facts["loaded_validation"], method
+        assert -1.0 <= facts["validation"] <= 1.0 and -1.0 <= facts["score"] <= 1.0, method
+

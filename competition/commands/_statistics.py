@@ -8,39 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from competition.commands.arguments import non_negative_int, open_fraction, positive_int
+
 
 class InputRejected(Exception):
     """An input was read and found wrong; the message is printed and the command exits 1."""
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def open_fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {value}")
-    return value
 
 
 def add_solution(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -63,14 +35,14 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
                         help="score the Public rows, the Private rows, or both (default: all)")
 
 
-def check_files(*paths: str) -> None:
-    from pathlib import Path
+def check_files(submissions: list[str], solution: str | None) -> None:
+    """Each submission and the solution (when given) is a file; else a UsageError saying what it is."""
+    from competition.commands.arguments import SOLUTION_FILE, SUBMISSION_FILE, require_file
 
-    from competition.errors import UsageError
-
-    for path in paths:
-        if not Path(path).is_file():
-            raise UsageError(f"{path}: no such file")
+    for path in submissions:
+        require_file(path, SUBMISSION_FILE)
+    if solution is not None:
+        require_file(solution, SOLUTION_FILE)
 
 
 def load_solution_or_fail(path: str):
@@ -104,13 +76,13 @@ def load_scores(paths: list[str], solution, usage: str, max_problems: int = 50) 
 
 def run_guarded(command: str, body, *, as_json: bool = False) -> int:
     """Run ``body()``; InputRejected -> its message on stderr and exit 1 (with ``as_json``, also the
-    problems as one JSON document on stdout, one per line of the message: ``commands._json``)."""
+    problems as one JSON document on stdout, one per line of the message: ``json_problems``)."""
     try:
         return body()
     except InputRejected as exc:
         print(f"tpugraphs {command}: {exc}", file=sys.stderr)
         if as_json:
-            from competition.commands._json import message_problem, problems_document
+            from competition.commands.json_problems import message_problem, problems_document
 
             print(problems_document([message_problem(line) for line in str(exc).splitlines()], 1))
         return 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from competition.commands import _statistics as common
+from competition.commands.arguments import non_negative_int
 
 HELP = "paired comparison of two submissions: B - A with a bootstrap interval and P(B better)"
 EPILOG = """\
@@ -31,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("b", metavar="B.csv", help="the challenger (differences are B - A)")
     common.add_solution(parser)
     common.add_bootstrap(parser)
-    parser.add_argument("--top", type=common.non_negative_int, default=10, metavar="N",
+    parser.add_argument("--top", type=non_negative_int, default=10, metavar="N",
                         help="list the N graphs where A and B differ most (default: 10; 0: no list)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(handler=run)
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
         from competition.stats import compare
 
-        common.check_files(args.a, args.b, args.solution)
+        common.check_files([args.a, args.b], args.solution)
         solution = common.load_solution_or_fail(args.solution)
         a, b = common.load_scores([args.a, args.b], solution, args.usage)
         result = compare(a, b, draws=args.bootstrap, seed=args.seed, confidence=args.confidence)

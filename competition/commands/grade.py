@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from competition.commands.arguments import finite_number
+
 HELP = "place a score on the real competition's final Kaggle leaderboard: rank, percentile, medal"
 EPILOG = """\
 The final leaderboard of Kaggle's "Google - Fast or Slow? Predict AI Model Runtime" (617 teams, private
@@ -16,28 +18,17 @@ scores of the kit's synthetic competition are not. 'tpugraphs report SUB.csv --s
 grades a file and refuses a synthetic solution. docs/grade.md has the rule and the sources.
 
 JSON keys: score, board, rank, teams, percentile, medal ("gold", "silver", "bronze" or null), ties,
-above {rank, score}, below {rank, score}, cutoffs {gold|silver|bronze: {rank, score}}, source; with
---interval also interval, rank_range [best, worst], medal_range [best, worst].
+above {rank, score}, below {rank, score} (rank: the one that team would have with SCORE placed),
+cutoffs {gold|silver|bronze: {rank, score}}, source; with --interval also interval, rank_range
+[best, worst], medal_range [best, worst].
 
-exit status: 0 graded, 2 usage error
+exit status: 0 graded, 2 usage error (also a score above 1, which no submission can reach)
 
 examples:
   tpugraphs grade 0.69
   tpugraphs grade 0.41 --board public --json
   tpugraphs grade 0.52 --interval 0.47 0.56
 """
-
-
-def finite_number(text: str) -> float:
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
 
 
 def add_board(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if args.interval is not None and not args.interval[0] <= args.score <= args.interval[1]:
         raise UsageError(f"--interval {args.interval[0]} {args.interval[1]} must hold SCORE {args.score} "
                          "(LOW <= SCORE <= HIGH)")
-    result = grade(args.score, board=args.board, interval=tuple(args.interval) if args.interval else None)
+    try:
+        result = grade(args.score, board=args.board, interval=tuple(args.interval) if args.interval else None)
+    except ValueError as exc:  # a score no submission can reach
+        raise UsageError(str(exc)) from None
     print(json.dumps(result.to_json_dict()) if args.json else result.format())
     return 0

@@ -42,15 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
+    from competition.commands.arguments import require_file
     from competition.data.inspection import format_summary, inspect_npz
-    from competition.errors import DataFormatError, UsageError
+    from competition.errors import DataFormatError
 
-    paths = [Path(name) for name in args.files]
-    for path in paths:
-        if not path.is_file():
-            raise UsageError(f"{path}: no such file")
+    paths = [require_file(name, "an .npz graph file", suffix=".npz") for name in args.files]
     failures, records = [], []
     for i, path in enumerate(paths):
         try:

@@ -23,7 +23,7 @@ program stay on the same side. Layout test graphs keep a random sample of --layo
 configs, tile test graphs all their configs, both in a new random order. The source's own test
 graphs (unlabelled) are not used. The same DATA_DIR and --seed give byte-identical files. Nothing is
 written to OUT until the competition is complete. The rules in full: competition/data/prepare/__init__.py;
-a walk-through: README.md, "Host the real competition".
+a walk-through: docs/prepare.md.
 
 exit status: 0 written, 1 unreadable source data or an impossible split (the message says what to
 change), 2 usage error (bad option, missing folder, OUT not empty without --force)

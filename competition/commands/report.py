@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from competition.commands import _statistics as common
+from competition.commands.arguments import non_negative_int
 
 HELP = "score a submission with confidence intervals per collection and overall, and list its worst graphs"
 EPILOG = """\
@@ -41,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("submission", metavar="SUB.csv", help="the submission file (ID,TopConfigs)")
     common.add_solution(parser)
     common.add_bootstrap(parser)
-    parser.add_argument("--worst", type=common.non_negative_int, default=10, metavar="N",
+    parser.add_argument("--worst", type=non_negative_int, default=10, metavar="N",
                         help="list the N worst graphs in the table (default: 10; JSON lists all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--grade", action="store_true",
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
         from competition.stats import report
 
-        common.check_files(args.submission, args.solution)
+        common.check_files([args.submission], args.solution)
         origin = _gradable_origin(args) if args.grade else None
         solution = common.load_solution_or_fail(args.solution)
         (scores,) = common.load_scores([args.submission], solution, args.usage)

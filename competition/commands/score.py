@@ -15,9 +15,11 @@ written by 'tpugraphs synth'. The submission is validated first with the same ru
 'private' use only the rows of that Usage, 'score' both; a figure with no rows to average (a
 solution without Private rows, say) is null in --json and '-' in the table, never 0.0. --collection
 (repeatable) scores only those collections of the solution; the submission must then hold exactly
-their rows. --json prints one JSON document on stdout: {"score", "public", "private", "collections"}
-when scored, else {"ok": false, "exit_code", "problems": [{"line", "id", "rule", "message"}],
-"problems_truncated"} (the exit status is the same either way).
+their rows. --json prints one JSON document on stdout with the table's figures when scored: {"score",
+"public", "private", "collections", "public_collections", "private_collections", "graphs", "metrics"}
+(each of the last five maps a collection to its all / public / private score, its {"public",
+"private"} graph counts, its metric); else {"ok": false, "exit_code", "problems": [{"line", "id",
+"rule", "message"}], "problems_truncated"} (the exit status is the same either way).
 
 exit status: 0 scored, 1 invalid submission or unreadable solution, 2 usage error
 
@@ -36,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("submission", metavar="SUB.csv", help="the submission file (ID,TopConfigs)")
     parser.add_argument("--solution", required=True, metavar="SOLUTION.csv", help="hidden labels")
     parser.add_argument("--json", action="store_true",
-                        help='print one JSON object {"score", "public", "private", "collections"}')
+                        help="print one JSON object with the table's figures (keys below)")
     parser.add_argument("--max-problems", type=int, default=50, metavar="N",
                         help="stop listing problems after N (default: 50)")
     add_collection_option(parser, "the solution")
@@ -45,17 +47,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
-    from competition.commands._json import message_problem, problems_document, validation_problems
     from competition.commands._partial import chosen_collections, explain_other_collections, names
+    from competition.commands.arguments import SOLUTION_FILE, SUBMISSION_FILE, require_file
+    from competition.commands.json_problems import message_problem, problems_document, validation_problems
     from competition.errors import SolutionFormatError, UsageError
     from competition.scoring import Solution, format_report, load_solution, score_rows
     from competition.submission import format_problems, validate_submission
 
-    for path in (args.submission, args.solution):
-        if not Path(path).is_file():
-            raise UsageError(f"{path}: no such file")
+    require_file(args.submission, SUBMISSION_FILE)
+    require_file(args.solution, SOLUTION_FILE)
     try:
         solution = load_solution(args.solution)
     except SolutionFormatError as exc:

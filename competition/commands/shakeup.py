@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from competition.commands import _statistics as common
+from competition.commands.arguments import open_fraction, positive_int
 
 HELP = "simulate random public/private splits: spread of the private score and which submission to select"
 EPILOG = """\
@@ -31,9 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", nargs="+", metavar="SUB.csv", help="one or more submission files")
     common.add_solution(parser)
-    parser.add_argument("--public-share", type=common.open_fraction, default=0.5, metavar="SHARE",
+    parser.add_argument("--public-share", type=open_fraction, default=0.5, metavar="SHARE",
                         help="share of each collection's graphs on the public board (default: 0.5)")
-    parser.add_argument("--draws", type=common.positive_int, default=1000, metavar="N",
+    parser.add_argument("--draws", type=positive_int, default=1000, metavar="N",
                         help="simulated splits (default: 1000)")
     common.add_seed(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
         if len(set(args.submissions)) != len(args.submissions):
             raise UsageError("the same submission is listed twice")
-        common.check_files(*args.submissions, args.solution)
+        common.check_files(args.submissions, args.solution)
         solution = common.load_solution_or_fail(args.solution)
         scored = common.load_scores(args.submissions, solution, "all")
         try:

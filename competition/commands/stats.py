@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from competition.collections import SPLITS
-    from competition.data.synth.stats import describe, markdown
+    from competition.data.description import describe, markdown
     from competition.data.tree import has_competition_data
     from competition.errors import EXIT_INVALID, DataFormatError, UsageError
 
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     except DataFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if args.json:
-            from competition.commands._json import message_problem, problems_document
+            from competition.commands.json_problems import message_problem, problems_document
 
             print(problems_document([message_problem(str(exc))], EXIT_INVALID))
         return EXIT_INVALID

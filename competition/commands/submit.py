@@ -57,16 +57,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    from competition.commands.arguments import SUBMISSION_FILE, require_file
     from competition.errors import UsageError
 
     if args.status and (args.submission or args.kaggle):
         raise UsageError("--status uploads nothing: leave out the file and --kaggle")
     if not args.status and not args.submission:
         raise UsageError("which file? give SUB.csv (or --status to see your submissions)")
-    if not args.status and not Path(args.submission).is_file():
-        raise UsageError(f"{args.submission}: no such file")
+    if not args.status:
+        require_file(args.submission, SUBMISSION_FILE)
     if args.kaggle:
         return _submit_kaggle(args)
     return _submit_to_server(args)

@@ -43,17 +43,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
-    from competition.commands._json import message_problem, problems_document, validation_problems
     from competition.commands._partial import chosen_collections, explain_other_collections
+    from competition.commands.arguments import SUBMISSION_FILE, require_file
+    from competition.commands.json_problems import message_problem, problems_document, validation_problems
     from competition.data.graphs import expected_from_data_dir
     from competition.errors import DataFormatError, UsageError
     from competition.submission import format_problems, validate_submission
 
-    submission = Path(args.submission)
-    if not submission.is_file():
-        raise UsageError(f"{submission}: no such file")
+    submission = require_file(args.submission, SUBMISSION_FILE)
     chosen = chosen_collections(args.collections)
     try:
         expected = expected_from_data_dir(args.data, chosen)

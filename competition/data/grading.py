@@ -140,7 +140,8 @@ class Grade:
     medal: str | None
     ties: int  # teams with exactly this score
     above: Neighbour | None  # the team just above (the worst strictly better score)
-    below: Neighbour | None  # the team just below (the best strictly lower score)
+    below: Neighbour | None  # the team just below (the best strictly lower score), ranked as it would
+    # be with this score placed on the board (one below its own rank)
     cutoffs: dict[str, Neighbour]  # medal -> its last rank and that team's score
     interval: tuple[float, float] | None = None  # (low, high) of the score's bootstrap interval
     rank_range: tuple[int, int] | None = None  # (best, worst) rank over the interval
@@ -178,7 +179,8 @@ class Grade:
             first = cut.rank + 1
         lines.append(f"  cut-offs   {'; '.join(rules)}")
         above = f"rank {self.above.rank}, {self.above.score:.5f}" if self.above else "none (best score)"
-        below = f"rank {self.below.rank}, {self.below.score:.5f}" if self.below else "none (lowest score)"
+        below = (f"rank {self.below.rank} once this score is placed ({self.below.rank - 1} on the board), "
+                 f"{self.below.score:.5f}" if self.below else "none (lowest score)")
         lines.append(f"  just above {above}")
         lines.append(f"  just below {below}")
         if self.interval is not None:
@@ -210,8 +212,9 @@ def grade(score: float, *, board: str = "private", interval: tuple[float, float]
         value = leaderboard.scores[n_above - 1]
         above = Neighbour(leaderboard.rank_of(value), value)
     if n_below:
+        # The rank that team would have with this score placed on the board: one lower than its own.
         value = leaderboard.scores[teams - n_below]
-        below = Neighbour(leaderboard.rank_of(value), value)
+        below = Neighbour(leaderboard.rank_of(value) + 1, value)
     cutoffs = {m: Neighbour(last, leaderboard.scores[last - 1]) for m, last in medal_cutoffs(teams).items()}
     rank_range = medal_range = None
     if interval is not None:
@@ -232,9 +235,26 @@ def grade(score: float, *, board: str = "private", interval: tuple[float, float]
     )
 
 
+def score_range() -> tuple[float, float]:
+    """(worst, best) final score: the mean of the five collections' metric ranges (-inf, 1.0).
+
+    The tile slowdown is unbounded below and at most 1, Kendall's tau lies in [-1, 1].
+    """
+    from competition.collections import COLLECTIONS
+
+    ranges = [c.task.metric.range for c in COLLECTIONS]
+    return (sum(r[0] for r in ranges) / len(ranges), sum(r[1] for r in ranges) / len(ranges))
+
+
 def _check_score(value: float, what: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{what} must be a finite number, got {value!r}")
+    worst, best = score_range()
+    if not worst <= value <= best:
+        bounds = f"at most {best}" if worst == -math.inf else f"in [{worst}, {best}]"
+        raise ValueError(f"{what} {value} is not a possible score: a final score, the mean of the five "
+                         "collection scores (tile slowdown at most 1, Kendall's tau in [-1, 1]), is "
+                         f"{bounds}")
 
 
 # -- where a local solution file comes from ---------------------------------------------------------
@@ -269,7 +289,9 @@ def solution_origin(solution_path: str | Path) -> SolutionOrigin:
     """
     path = Path(solution_path).resolve()
     out = path.parent.parent if path.parent.name == "private" else path.parent
-    stamp = _embedded_stamp(out)
+    from competition.data.locate import competition_stamp
+
+    stamp = competition_stamp(out)
     if stamp is not None:
         return SolutionOrigin("embedded", (
             f"{path} belongs to the embedded synthetic competition ({stamp.get('scale')} scale, seed "
@@ -283,16 +305,3 @@ def solution_origin(solution_path: str | Path) -> SolutionOrigin:
         f"{path} has no 'tpugraphs prepare' audit (private/split.json) beside it; Kaggle never released "
         "the real test labels, so a solution without one is taken to be the synthetic competition's "
         "('tpugraphs synth'), whose scores cannot be placed on the real leaderboard"))
-
-
-def _embedded_stamp(out: Path) -> dict | None:
-    """The stamp ``competition.data.locate.stamp_competition`` writes beside an embedded competition's
-    ``public/`` and ``private/`` (scale, seed, generator version), or None."""
-    # The file name is locate's own constant, so the two cannot drift apart.
-    from competition.data.locate import _STAMP_FILE
-
-    try:
-        stamp = json.loads((out / _STAMP_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return stamp if isinstance(stamp, dict) else None

@@ -73,10 +73,6 @@ class GraphSummary:
         return out
 
 
-
-
-
-
 def _compact_rows(chunk: np.ndarray) -> list[bytes]:
     """Distinct rows of a ``(rows, values)`` chunk as bytes; a row's form depends only on the row.
 
@@ -127,6 +123,47 @@ def _count_distinct_rows(
     return len(seen)
 
 
+def _open_archive(path: Path) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise DataFormatError(path, "no such file") from None
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DataFormatError(path, f"not an npz (zip) archive: {exc}") from None
+
+
+def _checked_headers(archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], path: Path,
+                     spec: dict) -> dict[str, ArrayInfo]:
+    """Every member's header, checked against the task's npz schema as the loader checks it."""
+    arrays: dict[str, ArrayInfo] = {}
+    dtypes: dict[str, np.dtype] = {}
+    for key in members:
+        with archive.open(members[key]) as fp:
+            shape, _, dtype = read_npy_header(fp, path, key)
+        arrays[key] = ArrayInfo(tuple(int(s) for s in shape), dtype.str, math.prod(shape) * dtype.itemsize)
+        dtypes[key] = dtype
+    sizes: dict[str, int] = {}
+    for key in check_order(spec):  # in the loader's order, so both report the same first problem
+        check_header(path, key, arrays[key].shape, dtypes[key], spec[key], sizes)
+    return arrays
+
+
+def _distinct_configs(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path, key: str,
+                      configs: int, chunk_bytes: int) -> int:
+    """How many distinct configs the config tensor ``key`` holds, read in chunks of whole configs."""
+    with archive.open(member) as fp:
+        shape, fortran_order, dtype = read_npy_header(fp, path, key)
+        if len(shape) < 1 or shape[0] != configs:
+            raise DataFormatError(
+                path, f"array {key!r} has shape {shape} but 'config_runtime' lists {configs} configs")
+        if fortran_order and len(shape) > 1:
+            # Column-major data cannot be cut into whole configs; such files are not released ones.
+            array = load_npz_member(archive, member, path, key)
+            flat = np.ascontiguousarray(array).reshape(len(array), -1)
+            return len(np.unique(flat, axis=0)) if flat.shape[1] else min(len(flat), 1)
+        return _count_distinct_rows(fp, tuple(shape), dtype, path, key, chunk_bytes)
+
+
 def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSummary:
     """Summarise one npz graph (tile or layout, compressed or stored) without loading its config tensor.
 
@@ -134,53 +171,20 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
     arrays whose sizes disagree.
     """
     path = Path(path)
-    try:
-        archive = zipfile.ZipFile(path)
-    except FileNotFoundError:
-        raise DataFormatError(path, "no such file") from None
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise DataFormatError(path, f"not an npz (zip) archive: {exc}") from None
-    with archive:
+    with _open_archive(path) as archive:
         members = {info.filename[: -len(".npy")]: info for info in archive.infolist()
                    if info.filename.endswith(".npy")}
         kind = kind_from_keys(path, members, absent_note=": not a TpuGraphs graph")
         task = get_task(kind)
-        spec = task.npz_spec
-        missing = [key for key in spec if key not in members]
+        missing = [key for key in task.npz_spec if key not in members]
         if missing:
             raise DataFormatError(path, f"missing key(s) {', '.join(missing)} of a {kind} graph")
-
-        arrays: dict[str, ArrayInfo] = {}
-        dtypes: dict[str, np.dtype] = {}
-        for key in members:
-            with archive.open(members[key]) as fp:
-                shape, _, dtype = read_npy_header(fp, path, key)
-            arrays[key] = ArrayInfo(tuple(int(s) for s in shape), dtype.str,
-                                    math.prod(shape) * dtype.itemsize)
-            dtypes[key] = dtype
-        sizes: dict[str, int] = {}
-        for key in check_order(spec):  # in the loader's order, so both report the same first problem
-            check_header(path, key, arrays[key].shape, dtypes[key], spec[key], sizes)
-
+        arrays = _checked_headers(archive, members, path, task.npz_spec)
         runtime = load_npz_member(archive, members["config_runtime"], path, "config_runtime")
         if runtime.ndim != 1:
             raise DataFormatError(path, f"array 'config_runtime' has shape {runtime.shape}, expected (c,)")
-        config_key = task.config_key
-        with archive.open(members[config_key]) as fp:
-            shape, fortran_order, dtype = read_npy_header(fp, path, config_key)
-            if len(shape) < 1 or shape[0] != len(runtime):
-                raise DataFormatError(
-                    path,
-                    f"array {config_key!r} has shape {shape} but 'config_runtime' lists "
-                    f"{len(runtime)} configs"
-                )
-            if fortran_order and len(shape) > 1:
-                # Column-major data cannot be cut into whole configs; such files are not released ones.
-                array = load_npz_member(archive, members[config_key], path, config_key)
-                flat = np.ascontiguousarray(array).reshape(len(array), -1)
-                distinct = len(np.unique(flat, axis=0)) if flat.shape[1] else min(len(flat), 1)
-            else:
-                distinct = _count_distinct_rows(fp, tuple(shape), dtype, path, config_key, chunk_bytes)
+        distinct = _distinct_configs(archive, members[task.config_key], path, task.config_key, len(runtime),
+                                     chunk_bytes)
         compressed = any(info.compress_type != zipfile.ZIP_STORED for info in members.values())
 
     nodes = arrays["node_opcode"].shape[0] if arrays["node_opcode"].shape else 0
@@ -209,10 +213,6 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
         compressed=compressed,
         arrays=arrays,
     )
-
-
-
-
 
 
 def format_summary(summary: GraphSummary) -> str:

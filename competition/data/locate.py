@@ -39,14 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-# CompetitionFolder, find_npz_root and split_dir: their former address, kept for notebooks and
-# scripts; the kit imports them from tree.
-from competition.data.tree import (  # noqa: F401
-    CompetitionFolder,
-    find_npz_root,
-    has_competition_data,
-    split_dir,
-)
+from competition.data.tree import has_competition_data
 
 DATA_ENV = "TPUGRAPHS_DATA"
 SCALE_ENV = "TPUGRAPHS_SCALE"
@@ -296,19 +289,26 @@ def clear_stamp(out: str | os.PathLike) -> None:
         (Path(out) / name).unlink(missing_ok=True)
 
 
+def competition_stamp(out: str | os.PathLike) -> dict | None:
+    """The stamp ``stamp_competition`` wrote beside ``out/public`` and ``out/private`` (scale, seed,
+    generator version), or None where there is none (built by hand, or being rewritten)."""
+    try:
+        stamp = json.loads((Path(out) / _STAMP_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
 def is_embedded_competition(out: str | os.PathLike, *, scale: str, seed: int) -> bool:
     """Whether ``out`` holds exactly the embedded competition ``(scale, seed)`` of this generator version,
-    completely written (its stamp says so)."""
+    completely written (its stamp says so; a folder without one is unknown, so not reused)."""
     from competition.data.synth import GENERATOR_VERSION
 
     out = Path(out)
     if not _is_complete(out, GENERATOR_VERSION):
         return False
-    try:
-        stamp = json.loads((out / _STAMP_FILE).read_text())
-    except (OSError, ValueError):
-        return False  # no stamp (built before stamps, or by hand): unknown, so not reused
-    return stamp == {"scale": scale, "seed": int(seed), "generator_version": GENERATOR_VERSION}
+    wanted = {"scale": scale, "seed": int(seed), "generator_version": GENERATOR_VERSION}
+    return competition_stamp(out) == wanted
 
 
 def _is_complete(out: Path, generator_version: int) -> bool:

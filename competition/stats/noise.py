@@ -2,13 +2,13 @@
 
 A real layout graph often holds the same config measured more than once (the released searches repeat
 configs; the layout proto the kit ships measures 20 of its configs two or three times: 22 pairs). Their
-runtimes differ by the measurement's own noise: on the four labelled real layout graphs at hand by a
-median 0.0003-0.0017 % and at the 95th percentile by 0.0011-0.0050 %. Many pairs of *different*
+runtimes differ by the measurement's own noise, a tiny fraction of a runtime. Many pairs of *different*
 configs differ by no more than that, most of them in default searches, where most configs tie at the
-fastest runtime up to noise (the `unet_3d` default search: 71 % of its pairs). The official metric counts
-every such pair, so on those graphs most of a tau, and most of a difference between two models, is
-decided by how their orders happen to meet runtimes that differ by less than a config's own repeated
-measurements do.
+fastest runtime up to noise. The official metric counts every such pair, so on those graphs most of a
+tau, and most of a difference between two models, is decided by how their orders happen to meet
+runtimes that differ by less than a config's own repeated measurements do (the levels and shares
+measured on the real graphs at hand: docs/statistics.md, "Measurement noise: the pairs a real graph
+cannot order"; BENCHMARKS.md#real-data-make-bench-real).
 
 The official tau is tau-b: concordant minus discordant pairs over sqrt(pairs x untied pairs), while the
 tau here divides by the pairs it counts; so with no noise they agree only when no runtimes tie, and on a

@@ -10,10 +10,10 @@ between runs; the estimate is the mean tau over runs.
 A graph of more than ``SUBSAMPLE`` configs is resampled ``SUBSAMPLE`` configs at a time (an m-out-of-n
 bootstrap): each draw's deviation from its run's tau is scaled by sqrt(SUBSAMPLE / n) before it is
 added back, since tau's spread falls as 1 / sqrt(n) (it is a ratio of U-statistics). Resampling every
-config cost time and memory in proportion to configs x draws: 66 s for one run of 40,000 configs at
-2,000 draws, and 3.2 GB of resampled arrays for a 100,040-config graph of the release; capped, any
-graph costs what a 1,000-config one does (under a second), and the interval agrees with the full
-resampling's (docs/statistics.md; ``tests/test_statistics.py`` checks it).
+config costs time and memory in proportion to configs x draws, too much for the release's largest
+graphs; capped, any graph costs what a ``SUBSAMPLE``-config one does, and the interval agrees with the
+full resampling's (what each costs: docs/statistics.md, "One graph: resampling its configs";
+``tests/test_statistics.py`` checks the agreement).
 
 What it means: how much the tau would move on another set of configs of this program measured the
 same way. It says nothing about other programs: one graph is weak evidence.

@@ -364,7 +364,7 @@ class _FileReader:
                     )
                     raise _Stop(None)
         positions: dict[str, int] = {}
-        complaints = []
+        complaint: dict[str, str] = {}  # expected name -> what was found instead
         for name in SUBMISSION_HEADER:
             if name in fields:
                 positions[name] = fields.index(name)
@@ -372,12 +372,22 @@ class _FileReader:
             near = [i for i, f in enumerate(fields) if _normalize_name(f) == _normalize_name(name)]
             if near:
                 positions[name] = near[0]
-                complaints.append(f"{name!r} is missing (found {show(fields[near[0]])}; names are exact "
-                                  f"and case-sensitive)")
-            else:
-                complaints.append(f"{name!r} is missing")
+                complaint[name] = (f"{name!r} is missing (found {show(fields[near[0]])}; names are exact "
+                                   f"and case-sensitive)")
         unplaced = [name for name in SUBMISSION_HEADER if name not in positions]
         free = [i for i in range(len(fields)) if i not in positions.values()]
+        # Each name found nowhere: the column in its place (its position in the expected header when that
+        # one is free, else the first free one), so the message shows what the file has instead.
+        unclaimed = list(free)
+        for name in unplaced:
+            at = SUBMISSION_HEADER.index(name)
+            at = at if at in unclaimed else (unclaimed[0] if unclaimed else None)
+            if at is None:
+                complaint[name] = f"{name!r} is missing (the header has no column for it)"
+            else:
+                unclaimed.remove(at)
+                complaint[name] = f"{name!r} is missing (column {at + 1} is {show(fields[at])})"
+        complaints = [complaint[name] for name in SUBMISSION_HEADER if name in complaint]
         if len(fields) == 2 and len(unplaced) == 1:
             positions[unplaced[0]] = free[0]  # e.g. 'ID,Predictions': the other column is TopConfigs
         if len(positions) < 2 and len(fields) != 2:

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
@@ -32,8 +32,10 @@ from leaderboard.deps import (
     LeaderboardDep,
     ScorerDep,
     SettingsDep,
+    admit_upload,
     board_snapshot,
     file_response,
+    receive_submission,
     submit_file,
     throttled,
 )
@@ -43,7 +45,7 @@ from leaderboard.service import MAX_DESCRIPTION, Leaderboard
 from leaderboard.views import TeamInfo, iso
 
 TOKEN_COOKIE = sessions.SESSION_COOKIE  # the session cookie's name over plain HTTP
-COOKIE_MAX_AGE_S = 30 * 24 * 3600
+COOKIE_MAX_AGE_S = int(sessions.SESSION_LIFETIME.total_seconds())
 PAGE_SIZE = 20  # submissions per page of /mine
 
 FAVICON = Path(__file__).resolve().parents[1] / "static" / "favicon.svg"
@@ -90,15 +92,15 @@ async def _team_from(request: Request, leaderboard: Leaderboard, token: str | No
 
 
 async def cookie_session(request: Request, leaderboard: LeaderboardDep,
-                         settings: SettingsDep) -> tuple[TeamInfo, str] | None:
-    """``(team, browser key digest)`` of the session cookie, or None (none, or one no longer valid)."""
+                         settings: SettingsDep) -> sessions.SignedIn | None:
+    """The session the cookie names, or None (none, or one that ended)."""
     value = request.cookies.get(sessions.cookie_name(request, settings.secure_cookies))
     if not value:
         return None
-    return await run_in_threadpool(leaderboard.session_team, value)
+    return await run_in_threadpool(leaderboard.session_of, value)
 
 
-CookieSessionDep = Annotated[tuple[TeamInfo, str] | None, Depends(cookie_session)]
+CookieSessionDep = Annotated[sessions.SignedIn | None, Depends(cookie_session)]
 
 
 class Page:
@@ -110,13 +112,14 @@ class Page:
         self.settings = settings
         self.cache = cache
         self.scorer = scorer
-        self.team = session[0] if session else None  # the team this browser is signed in as
-        self.session_digest = session[1] if session else sessions.UNBOUND  # the browser it was made in
+        self.signed = session  # this browser's sign-in
+        self.team = session.team if session else None  # the team this browser is signed in as
 
     def same_browser(self, browser_key: str) -> bool:
         """Whether the session was made in the browser that sent ``browser_key`` (see
         leaderboard.sessions)."""
-        return sessions.same_browser(self.session_digest, browser_key)
+        digest = self.signed.browser_digest if self.signed else sessions.UNBOUND
+        return sessions.same_browser(digest, browser_key)
 
     async def render(self, name: str, context: dict, status_code: int = 200) -> HTMLResponse:
         config = await run_in_threadpool(self.cache.config)
@@ -161,14 +164,13 @@ def _remember(response: Response, page: Page, session_value: str) -> None:
     secure = sessions.secure(page.request, page.settings.secure_cookies)
     response.set_cookie(sessions.cookie_name(page.request, page.settings.secure_cookies), session_value,
                         max_age=COOKIE_MAX_AGE_S, httponly=True, samesite="strict", secure=secure, path="/")
-    response.delete_cookie(sessions.LEGACY_TOKEN_COOKIE, path="/")
 
 
 def _other_browser(team: TeamInfo) -> str:
-    return (f"This browser is signed in as team {team.name!r}, but not by a sign-in on this "
-            "browser's pages of this site: another site may have planted that sign-in. Nothing was uploaded "
-            f"or changed. If {team.name!r} is your team, confirm it below and try again; otherwise sign out "
-            "and sign in with your own token.")
+    return (f"This browser is signed in as team {team.name!r} (team id {team.id}), but not by a sign-in on "
+            "this browser's pages of this site: another site may have planted that sign-in. Nothing was "
+            f"uploaded or changed. If {team.name!r} with id {team.id} is your team and you signed in at the "
+            "time shown below, confirm it and try again; otherwise sign out and sign in with your own token.")
 
 
 async def _sign_in(request: Request, leaderboard: Leaderboard, token: str,
@@ -260,46 +262,72 @@ async def submit_form(page: PageDep) -> HTMLResponse:
     return await page.render("submit.html", {"team": page.team, "result": None, "error": None})
 
 
-@router.post("/submit", response_class=HTMLResponse, dependencies=CHECKED)
-async def submit_upload(
-    page: PageDep,
-    leaderboard: LeaderboardDep,
-    file: Annotated[UploadFile, File()],
-    token: Annotated[str, Form()] = "",
-    description: Annotated[str, Form()] = "",
-    browser_key: BrowserKey = "",
-) -> HTMLResponse:
-    token = token.strip()
+class _Refused(Exception):
+    """An upload refused with a page of its own (its context and status), before the file is read."""
+
+    def __init__(self, status_code: int, context: dict) -> None:
+        super().__init__(status_code)
+        self.status_code = status_code
+        self.context = context
+
+
+async def _uploading_team(page: Page, leaderboard: Leaderboard, fields: dict[str, str]) -> TeamInfo:
+    """The team an upload form counts for: the typed token's, else the browser's session (bound to
+    this browser); _Refused otherwise."""
+    token = fields.get("token", "").strip()
     typed = await _team_from(page.request, leaderboard, token) if token else None
     if (typed is None and token) or (not token and page.team is None):
-        return await page.render("submit.html", {
-            "team": page.team, "result": None,
-            "error": "That team token is not valid. Paste the token your host gave you.",
-        }, status_code=401)
+        raise _Refused(401, {"team": page.team, "result": None,
+                             "error": "That team token is not valid. Paste the token your host gave you."})
     if typed is not None and page.team is not None and typed.id != page.team.id:
-        exc = Conflict(f"This browser is signed in as team {page.team.name!r}, but the token you "
-                       f"typed is team {typed.name!r}'s. Nothing was uploaded. To switch teams, sign out "
-                       "first or enter the other token on My submissions.")
-        return await page.render("submit.html", {"team": page.team, "result": None, "error": exc.message},
-                                 status_code=exc.status_code)
-    if typed is None and not page.same_browser(browser_key):
-        return await page.render("submit.html",
-                                 {"team": page.team, "result": None, "error": _other_browser(page.team),
-                                  "confirm_team": page.team}, status_code=409)
-    team = typed or page.team
+        raise _Refused(409, {"team": page.team, "result": None, "error": (
+            f"This browser is signed in as team {page.team.name!r}, but the token you typed is team "
+            f"{typed.name!r}'s. Nothing was uploaded. To switch teams, sign out first or enter the other "
+            "token on My submissions.")})
+    if typed is None and not page.same_browser(fields.get(sessions.BROWSER_KEY_FIELD, "")):
+        raise _Refused(409, {"team": page.team, "result": None, "error": _other_browser(page.team),
+                             "confirm": page.signed})
+    return typed or page.team  # type: ignore[return-value]
+
+
+@router.post("/submit", response_class=HTMLResponse)
+async def submit_upload(page: PageDep, leaderboard: LeaderboardDep) -> HTMLResponse:
+    """The upload form: who uploads and whether they may is settled before the file is read (the form
+    sends its small fields first; leaderboard.uploads)."""
+    request = page.request
+    if not csrf.sent_from_here(request, page.settings.public_url):
+        raise Forbidden(csrf.REFUSAL)
+    chosen: dict[str, TeamInfo] = {}
+
+    async def admit(fields: dict[str, str]) -> None:
+        csrf.check_token(request, fields.get(csrf.CSRF_FIELD, ""))
+        chosen["team"] = await _uploading_team(page, leaderboard, fields)
+        await admit_upload(leaderboard, page.settings, chosen["team"])
+
     try:
-        result = await submit_file(leaderboard, page.scorer, page.cache, page.settings, team, file,
-                                   description or None)
+        fields, received = await receive_submission(request, page.settings, admit)
+    except _Refused as refused:
+        return await page.render("submit.html", refused.context, status_code=refused.status_code)
     except LeaderboardError as exc:
-        response = await page.render("submit.html", {"team": team, "result": None, "error": exc.message,
+        return await page.render("submit.html", {"team": chosen.get("team", page.team), "result": None,
+                                                 "error": exc.message}, status_code=exc.status_code)
+    team = chosen["team"]
+    session_value = None
+    if page.team is None:  # a typed token signs this browser in
+        session_value = await run_in_threadpool(leaderboard.start_session, team.id,
+                                                fields.get(sessions.BROWSER_KEY_FIELD))
+    shown = {"team": team, "signed_in": page.team or team}
+    try:
+        result = await submit_file(leaderboard, page.scorer, page.cache, page.settings, team, received,
+                                   fields.get("description") or None)
+    except LeaderboardError as exc:
+        response = await page.render("submit.html", {**shown, "result": None, "error": exc.message,
                                                      "problems": exc.extra.get("problems")},
                                      status_code=exc.status_code)
     else:
-        response = await page.render("submit.html", {"team": team, "result": result, "error": None})
-    if page.team is None:
-        signed_in = await _sign_in(page.request, leaderboard, token, browser_key)
-        if signed_in is not None:
-            _remember(response, page, signed_in[1])
+        response = await page.render("submit.html", {**shown, "result": result, "error": None})
+    if session_value is not None:
+        _remember(response, page, session_value)
     return response
 
 
@@ -369,15 +397,23 @@ async def mine_switch(page: PageDep, leaderboard: LeaderboardDep, token: Annotat
 
 
 @router.post("/session/confirm", dependencies=CHECKED)
-async def confirm_session(page: PageDep, leaderboard: LeaderboardDep,
-                          browser_key: BrowserKey = "") -> Response:
-    """The person saw which team this browser is signed in as and keeps it: the session is bound to this
-    browser."""
+async def confirm_session(page: PageDep, leaderboard: LeaderboardDep, browser_key: BrowserKey = "",
+                          session_id: Annotated[int, Form(ge=0)] = 0,
+                          team_id: Annotated[int, Form(ge=0)] = 0) -> Response:
+    """The person saw which sign-in this browser holds (team, id, when) and keeps it: exactly that one
+    is replaced by a session bound to this browser; if the cookie names another by now, nothing is."""
     if page.team is None:
         return await page.render("mine.html", {"team": None, "message": "Enter your team token first."},
                                  status_code=401)
+    value = page.request.cookies.get(sessions.cookie_name(page.request, page.settings.secure_cookies))
+    try:
+        _, new_value = await run_in_threadpool(leaderboard.confirm_session, value, session_id, team_id,
+                                               browser_key)
+    except Conflict as exc:
+        return await page.render("submit.html", {"team": page.team, "result": None, "error": exc.message,
+                                                 "confirm": page.signed}, status_code=exc.status_code)
     response = RedirectResponse("/submit", status_code=303)
-    _remember(response, page, await run_in_threadpool(leaderboard.session_for, page.team.id, browser_key))
+    _remember(response, page, new_value)
     return response
 
 
@@ -390,7 +426,7 @@ async def mine_select(page: PageDep, submission_id: int, action: Literal["select
                                  status_code=401)
     if not page.same_browser(browser_key):
         return await page.render("mine.html", {**await _mine_context(leaderboard, page.cache, team),
-                                               "message": _other_browser(team), "confirm_team": team},
+                                               "message": _other_browser(team), "confirm": page.signed},
                                  status_code=409)
     try:
         await run_in_threadpool(leaderboard.set_selected, team, submission_id, action == "select")
@@ -402,9 +438,12 @@ async def mine_select(page: PageDep, submission_id: int, action: Literal["select
 
 
 @router.post("/logout", dependencies=CHECKED)
-async def logout() -> Response:
+async def logout(page: PageDep, leaderboard: LeaderboardDep) -> Response:
+    """Sign out: the session ends on the server (its cookie no longer signs in anywhere) and the cookie
+    is deleted."""
+    value = page.request.cookies.get(sessions.cookie_name(page.request, page.settings.secure_cookies))
+    await run_in_threadpool(leaderboard.end_session, value)
     response = RedirectResponse("/", status_code=303)
-    for name in (sessions.SESSION_COOKIE, sessions.LEGACY_TOKEN_COOKIE):
-        response.delete_cookie(name, path="/")
+    response.delete_cookie(sessions.SESSION_COOKIE, path="/")
     response.delete_cookie(sessions.SECURE_SESSION_COOKIE, path="/", secure=True)
     return response

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi import APIRouter, Request, status
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
@@ -14,7 +12,9 @@ from leaderboard.deps import (
     ScorerDep,
     SettingsDep,
     TeamDep,
+    admit_upload,
     file_response,
+    receive_submission,
     submit_file,
 )
 from leaderboard.models import utcnow
@@ -24,6 +24,8 @@ router = APIRouter(prefix="/api/submissions", tags=["submissions"])
 
 _ERRORS = {
     401: {"description": "missing or wrong team token"},
+    503: {"description": "the database is busy or cannot be written; Retry-After says when to try again "
+                         "(nothing counted)"},
     403: {"description": "the competition is closed, or the team is disqualified"},
     413: {"description": "file larger than the server's limit, or the team's stored files would pass theirs"},
     422: {"description": "invalid submission file, or a description over the limit; 'detail' says why "
@@ -35,20 +37,27 @@ _ERRORS = {
 }
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses=_ERRORS,
+# The body is read by the handler itself, after the checks (leaderboard.uploads), so it is described here.
+_UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["file"], "properties": {
+        "file": {"type": "string", "format": "binary", "description": "the submission CSV (ID,TopConfigs)"},
+        "description": {"type": "string", "maxLength": MAX_DESCRIPTION,
+                        "description": "a note on this submission, shown in the team's history"},
+    }}}}}}
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, responses=_ERRORS, openapi_extra=_UPLOAD_BODY,
              summary="Upload a submission CSV; it is validated and scored before the answer")
-async def create_submission(
-    team: TeamDep,
-    leaderboard: LeaderboardDep,
-    scorer: ScorerDep,
-    cache: BoardCacheDep,
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="the submission CSV (ID,TopConfigs)")],
-    description: Annotated[str | None, Form(description="a note on this submission, shown in the "
-                                                        "team's history (at most "
-                                                        f"{MAX_DESCRIPTION} characters)")] = None,
-) -> dict:
-    return await submit_file(leaderboard, scorer, cache, settings, team, file, description)
+async def create_submission(request: Request, team: TeamDep, leaderboard: LeaderboardDep, scorer: ScorerDep,
+                            cache: BoardCacheDep, settings: SettingsDep) -> dict:
+    # Who, whether the competition is open, the daily limit and the caps: before any of the body is read.
+    await admit_upload(leaderboard, settings, team)
+
+    async def admitted(_fields: dict[str, str]) -> None:
+        return None
+
+    fields, received = await receive_submission(request, settings, admitted)
+    return await submit_file(leaderboard, scorer, cache, settings, team, received, fields.get("description"))
 
 
 @router.get("/mine", responses={401: _ERRORS[401]}, summary="The calling team's submissions and quota")

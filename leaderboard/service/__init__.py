@@ -1,7 +1,7 @@
 """The competition's rules, applied to the database: one facade over a module per job.
 
-- ``competition``: the competition row (init, rules, schema upgrade, the stored solution);
-- ``teams``: teams and their tokens;
+- ``competition``: the competition row (init, rules, the stored solution);
+- ``teams``: teams, their tokens and their browsers' sessions;
 - ``submissions``: an upload recorded, scored and counted under the daily limit and the caps;
 - ``history``: what a team's pages show (its submissions, files, final selection) and what others see;
 - ``admin``: the host's operations on the whole competition (reveal, rescore).

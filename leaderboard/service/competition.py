@@ -1,4 +1,4 @@
-"""The competition row: creating it, reading and changing its rules, upgrading the schema, the solution."""
+"""The competition row: creating it, reading and changing its rules, the stored solution."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import unicodedata
 from datetime import datetime
 from typing import Self
 
-from sqlalchemy import select, text, update
+from sqlalchemy import select
 from sqlalchemy.exc import DatabaseError
 
 from competition.errors import SolutionFormatError
 from competition.scoring import Solution, load_solution
-from leaderboard.database import Database, sqlite_file
+from leaderboard.database import LOCK_TIMEOUT_S, Database, sqlite_file
 from leaderboard.errors import Conflict, NotInitialised, SolutionTampered
-from leaderboard.models import SCHEMA_VERSION, UPGRADES, CompetitionRow, utcnow
+from leaderboard.models import SCHEMA_VERSION, CompetitionRow, utcnow
 from leaderboard.views import CompetitionConfig
 
 
@@ -25,6 +25,30 @@ def breaks_the_line(ch: str) -> bool:
     return category[0] == "C" or category in ("Zl", "Zp")
 
 
+MAX_TITLE = 200
+MAX_RULE = 1_000_000  # the largest daily limit or number of final selections a host can set
+
+
+def check_title(title: str) -> str:
+    """The competition's title, trimmed; ValueError for an empty, over-long or multi-line one."""
+    if any(breaks_the_line(ch) for ch in title):
+        raise ValueError("the title must be one line (no line breaks or control characters)")
+    title = " ".join(title.split())
+    if not title:
+        raise ValueError("the title cannot be empty")
+    if len(title) > MAX_TITLE:
+        raise ValueError(f"the title has at most {MAX_TITLE} characters, got {len(title)}")
+    return title
+
+
+def check_rule(key: str, value: int) -> int:
+    """A daily limit or number of final selections, from 1 to MAX_RULE; ValueError otherwise."""
+    if not 1 <= value <= MAX_RULE:
+        raise ValueError(f"{key.replace('_', ' ')} must be a whole number from 1 to {MAX_RULE:,}, "
+                         f"got {value}")
+    return value
+
+
 class CompetitionStore:
     """One competition's database and its rules; the base of every part of the service."""
 
@@ -32,14 +56,14 @@ class CompetitionStore:
         self.db = db
 
     @classmethod
-    def open_existing(cls, url: str) -> Self:
+    def open_existing(cls, url: str, lock_timeout_s: float = LOCK_TIMEOUT_S) -> Self:
         """The competition at ``url``; NotInitialised for an SQLite file that does not exist
         (never creates it)."""
         path = sqlite_file(url)
         if path is not None and not path.is_file():
             raise NotInitialised(f"{url}: no such database file ({path}); run 'tpugraphs leaderboard init' "
                                  "first, or check --db")
-        return cls(Database(url))
+        return cls(Database(url, lock_timeout_s))
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -59,8 +83,9 @@ class CompetitionStore:
 
         The solution is parsed first (SolutionFormatError if unusable) and stored byte for byte.
         """
-        if daily_limit < 1 or max_selected < 1:
-            raise ValueError("the daily limit and the number of final selections must be at least 1")
+        name = check_title(name)
+        check_rule("daily_limit", daily_limit)
+        check_rule("max_selected", max_selected)
         solution = parse_solution(solution_csv)
         db.create_schema()
         with db.writer() as session:
@@ -80,7 +105,7 @@ class CompetitionStore:
                                  "run 'tpugraphs leaderboard init' first")
         try:
             with self.db.reader() as session:
-                # The version alone first: an older database lacks columns the full row would name.
+                # The version alone first: a database of another version may lack columns the row names.
                 version = session.scalar(select(CompetitionRow.schema_version).where(CompetitionRow.id == 1))
         except DatabaseError:
             if not self.db.has_schema():  # no tables yet; anything else (server down...) is raised as is
@@ -88,14 +113,9 @@ class CompetitionStore:
             raise
         if version is None:
             raise missing
-        if version < SCHEMA_VERSION:
-            raise NotInitialised(
-                f"{self.db.url}: made by schema version {version}, this kit reads {SCHEMA_VERSION}; "
-                f"run 'tpugraphs leaderboard upgrade --db {self.db.url}' once (it only adds columns)"
-            )
         if version != SCHEMA_VERSION:
             raise NotInitialised(f"{self.db.url}: made by schema version {version}, this kit reads "
-                                 f"{SCHEMA_VERSION}")
+                                 f"{SCHEMA_VERSION}; serve it with the kit that made it")
         with self.db.reader() as session:
             row = session.get(CompetitionRow, 1)
         if row is None:
@@ -107,25 +127,6 @@ class CompetitionStore:
             private_intervals=bool(row.private_intervals),
         )
 
-    def upgrade(self) -> tuple[int, int]:
-        """Bring an older database to this kit's schema in one transaction; ``(from, to)`` versions."""
-        with self.db.writer() as session:
-            # Never the whole row: this kit's model names columns the older database does not have yet.
-            before = session.scalar(select(CompetitionRow.schema_version).where(CompetitionRow.id == 1))
-            if before is None:
-                raise NotInitialised(f"{self.db.url}: no competition here; "
-                                     "run 'tpugraphs leaderboard init' first")
-            if before > SCHEMA_VERSION:
-                raise NotInitialised(f"{self.db.url}: made by schema version {before}, newer than this kit's "
-                                     f"{SCHEMA_VERSION}; upgrade the kit instead")
-            for version in range(before + 1, SCHEMA_VERSION + 1):
-                for statement in UPGRADES.get(version, []):
-                    session.execute(text(statement))
-            session.execute(update(CompetitionRow).where(CompetitionRow.id == 1)
-                            .values(schema_version=SCHEMA_VERSION)
-                            .execution_options(synchronize_session=False))
-        return before, SCHEMA_VERSION
-
     def configure(self, **changes: object) -> CompetitionConfig:
         """Change ``name``, ``daily_limit``, ``max_selected``, ``deadline`` (None clears it) or
         ``private_intervals``."""
@@ -134,8 +135,10 @@ class CompetitionStore:
         if unknown:
             raise ValueError(f"cannot configure {', '.join(sorted(unknown))}")
         for key in ("daily_limit", "max_selected"):
-            if key in changes and int(changes[key]) < 1:  # type: ignore[call-overload]
-                raise ValueError(f"{key} must be at least 1")
+            if key in changes:
+                check_rule(key, int(changes[key]))  # type: ignore[call-overload]
+        if "name" in changes:
+            changes["name"] = check_title(str(changes["name"]))
         self.config()
         with self.db.writer() as session:
             row = session.get(CompetitionRow, 1)

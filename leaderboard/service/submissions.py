@@ -29,7 +29,6 @@ into ``scored``, so a swept submission can never be counted afterwards.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import zlib
 from collections.abc import Callable
@@ -62,6 +61,7 @@ from leaderboard.models import (
     utcnow,
 )
 from leaderboard.service.competition import CompetitionStore, breaks_the_line
+from leaderboard.uploads import ReceivedFile
 from leaderboard.views import Quota, TeamInfo, iso, submission_view
 
 log = logging.getLogger("leaderboard")
@@ -146,12 +146,33 @@ class Submissions(CompetitionStore):
             )
         return Quota(daily_limit, int(used or 0), datetime.combine(day + timedelta(days=1), time()))
 
+    def admit(self, team: TeamInfo, *, now: datetime | None = None,
+              max_uncounted_per_day: int | None = None) -> None:
+        """The checks an upload passes before its body is read: the competition is open, the team not
+        disqualified, its daily limit not reached and its uncounted uploads (in flight included) under
+        the cap. Raises Forbidden or LimitReached; the checks in ``_record`` and ``_count`` are the
+        ones that hold under concurrency."""
+        now = now or utcnow()
+        config = self.config()
+        if config.is_closed(now):
+            raise Forbidden(config.closed_message())
+        if team.disqualified:
+            raise Forbidden("Your team has been disqualified; submissions are refused.")
+        quota = self.quota(team.id, config.daily_limit, now)
+        if quota.remaining <= 0:
+            raise self._limit_reached(quota, now)
+        if max_uncounted_per_day is not None:
+            with self.db.reader() as session:
+                uncounted, in_flight = _uncounted_counts(session, team.id, now)
+            if uncounted >= max_uncounted_per_day:
+                raise self._too_many_uncounted(uncounted, in_flight, max_uncounted_per_day, quota, now)
+
     def submit(
         self,
         team: TeamInfo,
-        content: bytes,
+        content: bytes | ReceivedFile,
         file_name: str | None,
-        score: Callable[[bytes, str], ScoreReport],
+        score: Callable[[bytes | ReceivedFile, str], ScoreReport],
         *,
         scorer_version: str,
         now: datetime | None = None,
@@ -161,6 +182,7 @@ class Submissions(CompetitionStore):
     ) -> dict:
         """Record, score and count one upload; returns the participant's view of it plus the quota.
 
+        ``content`` is the file (its bytes, or a ``ReceivedFile`` on disk, read only when scored).
         ``score`` is ``Scorer.score``: it raises SubmissionInvalid (a ParticipantVisibleError),
         ScoringTimeout or a host fault. ``max_uncounted_per_day`` bounds the team's invalid, failed
         and refused uploads per UTC day, ``max_team_bytes`` its stored (compressed) files; None: no bound.
@@ -173,29 +195,18 @@ class Submissions(CompetitionStore):
 
         now = now or utcnow()
         description = check_description(description)
+        self.admit(team, now=now, max_uncounted_per_day=max_uncounted_per_day)
         config = self.config()
-        if config.is_closed(now):
-            raise Forbidden(config.closed_message())
-        if team.disqualified:
-            raise Forbidden("Your team has been disqualified; submissions are refused.")
         quota = self.quota(team.id, config.daily_limit, now)
-        if quota.remaining <= 0:  # cheap early refusal; the count below is the one that holds
-            raise self._limit_reached(quota, now)
-        # cheap early refusal; the check in _record is the one that holds
-        if max_uncounted_per_day is not None:
-            with self.db.reader() as session:
-                uncounted, in_flight = _uncounted_counts(session, team.id, now)
-            if uncounted >= max_uncounted_per_day:
-                raise self._too_many_uncounted(uncounted, in_flight, max_uncounted_per_day, quota, now)
-
+        upload = content if isinstance(content, ReceivedFile) else ReceivedFile.from_bytes(content)
         file_name = clean_file_name(file_name)
-        compressed = zlib.compress(content, 1)
-        submission_id = self._record(team.id, content, file_name, description, now, quota,
+        sha256, compressed_size = upload.digest_and_compressed_size()
+        submission_id = self._record(team.id, upload, sha256, file_name, description, now, quota,
                                      max_uncounted_per_day=max_uncounted_per_day,
-                                     max_team_bytes=max_team_bytes, compressed_size=len(compressed))
+                                     max_team_bytes=max_team_bytes, compressed_size=compressed_size)
 
         try:
-            report = score(content, file_name)
+            report = score(upload, file_name)
         except SubmissionInvalid as exc:  # the validator's report
             self._finish(submission_id, INVALID, str(exc), scorer_version)
             log.info("submission %d of team %d invalid", submission_id, team.id)
@@ -211,7 +222,7 @@ class Submissions(CompetitionStore):
             raise ScoringFailed(FAILED_MESSAGE, submission_id=submission_id, status=FAILED) from None
 
         outcome = self._count(submission_id, team.id, config.daily_limit, now.date(), report, scorer_version,
-                             compressed)
+                             upload.compressed())
         if outcome == "swept":
             raise ScoringFailed(STUCK_MESSAGE, submission_id=submission_id, status=FAILED)
         if outcome == "limit":
@@ -223,9 +234,9 @@ class Submissions(CompetitionStore):
             view = submission_view(session.get(Submission, submission_id), config.private_visible(now))
         return {**view, **self.quota(team.id, config.daily_limit, now).as_dict()}
 
-    def _record(self, team_id: int, content: bytes, file_name: str, description: str | None, now: datetime,
-                quota: Quota, *, max_uncounted_per_day: int | None, max_team_bytes: int | None,
-                compressed_size: int) -> int:
+    def _record(self, team_id: int, upload: ReceivedFile, sha256: str, file_name: str,
+                description: str | None, now: datetime, quota: Quota, *,
+                max_uncounted_per_day: int | None, max_team_bytes: int | None, compressed_size: int) -> int:
         """Step 1: check the caps and write the ``received`` row (the file's prefix only) in one
         transaction."""
         with self.db.writer() as session:
@@ -246,9 +257,8 @@ class Submissions(CompetitionStore):
                         max_team_bytes=max_team_bytes,
                     )
             row = Submission(
-                team_id=team_id, created_at=now, file_name=file_name, size_bytes=len(content),
-                sha256=hashlib.sha256(content).hexdigest(),
-                content=zlib.compress(content[:KEPT_PREFIX_BYTES], 1),
+                team_id=team_id, created_at=now, file_name=file_name, size_bytes=upload.size,
+                sha256=sha256, content=zlib.compress(upload.head(KEPT_PREFIX_BYTES), 1),
                 status=RECEIVED, selected=False, description=description,
             )
             session.add(row)

@@ -19,6 +19,6 @@
     field.type = "hidden";
     field.name = "browser_key";
     field.value = key;
-    form.appendChild(field);
+    form.insertBefore(field, form.firstChild);  // first: the server reads it before an upload's file
   });
 })();

@@ -1,7 +1,11 @@
 """Graph-level features: the same for every config of a graph (size, opcode histogram, and the
-facts of its task kind: a tile kernel's output, a layout graph's configurable nodes)."""
+facts that fit its configs: a kernel's output where a config is one per graph, the configurable nodes
+where configs are per node; ``solutions.features.kinds`` chooses which)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,36 +30,26 @@ GRAPH_OPCODES = (
 )
 
 
-# Graph facts of each task kind beyond the shared ones, by task name (``feature_kinds`` lists the kinds).
-_GRAPH_NAMES_OF_KIND = {
-    "tile": [*(f"output_dim_{i}" for i in range(MAX_DIMS)),
-             "output_rank", "log_output_elements", "log_output_bytes", "log_parameter_elements"],
-    "layout": ["log_configurable", "configurable_fraction", "log_computations",
-               *(f"configurable_{kind}" for kind in CONFIGURABLE_KINDS), "log_configurable_elements"],
-}
+SHARED_NAMES = ["log_nodes", "log_edges", "edges_per_node", "log_total_elements", "log_total_bytes",
+                "log_max_elements", "log_conv_dot_elements", *(f"opcode_count_{op}" for op in GRAPH_OPCODES)]
 
 
-def feature_kinds() -> tuple[str, ...]:
-    """The task kinds (task names) these features describe."""
-    return tuple(_GRAPH_NAMES_OF_KIND)
+@dataclass(frozen=True)
+class GraphFacts:
+    """The facts of a kind of graph beyond the shared ones: their names and how they are computed."""
+
+    names: tuple[str, ...]
+    # (graph, dims, elements, rank, nbytes, opcodes) -> one value per name
+    compute: Callable[..., list]
 
 
-def check_kind(task: str) -> None:
-    if task not in _GRAPH_NAMES_OF_KIND:
-        raise ValueError(f"no engineered features for {task} graphs; they describe "
-                         f"{', '.join(feature_kinds())}")
+def graph_feature_names(facts: GraphFacts) -> list[str]:
+    """The names of ``graph_features``' columns under ``facts``."""
+    return [*SHARED_NAMES, *facts.names]
 
 
-def graph_feature_names(task: str) -> list[str]:
-    check_kind(task)
-    names = ["log_nodes", "log_edges", "edges_per_node", "log_total_elements", "log_total_bytes",
-             "log_max_elements", "log_conv_dot_elements"]
-    names += [f"opcode_count_{op}" for op in GRAPH_OPCODES]
-    return names + _GRAPH_NAMES_OF_KIND[task]
-
-
-def graph_features(graph: Graph) -> np.ndarray:
-    """(len(graph_feature_names(task)),) float64 features of the whole graph, shared by its configs."""
+def graph_features(graph: Graph, facts: GraphFacts) -> np.ndarray:
+    """(len(graph_feature_names(facts)),) float64 features of the whole graph, shared by its configs."""
     n, m = graph.num_nodes, graph.num_edges
     dims, elements, rank = node_shapes(graph.node_feat)
     nbytes = elements * bytes_per_element(graph.node_feat)
@@ -65,13 +59,12 @@ def graph_features(graph: Graph) -> np.ndarray:
     values = [np.log1p(n), np.log1p(m), m / max(n, 1), log_size(elements.sum()), log_size(nbytes.sum()),
               log_size(elements.max(initial=0.0)), log_size(elements[heavy].sum())]
     values += [np.log1p(counts[OPCODE_IDS[op]]) for op in GRAPH_OPCODES]
-    check_kind(graph.task.name)
-    values += _GRAPH_FACTS_OF_KIND[graph.task.name](graph, dims, elements, rank, nbytes, opcodes)
+    values += facts.compute(graph, dims, elements, rank, nbytes, opcodes)
     return finite(np.asarray(values, dtype=np.float64))
 
 
-def _tile_graph_facts(graph: TileGraph, dims: np.ndarray, elements: np.ndarray, rank: np.ndarray,
-                      nbytes: np.ndarray, opcodes: np.ndarray) -> list:
+def _kernel_facts(graph: TileGraph, dims: np.ndarray, elements: np.ndarray, rank: np.ndarray,
+                  nbytes: np.ndarray, opcodes: np.ndarray) -> list:
     """The kernel's output (the entry computation's root) and its parameters."""
     root = entry_root(graph) if graph.num_nodes else None
     if root is None:
@@ -81,8 +74,8 @@ def _tile_graph_facts(graph: TileGraph, dims: np.ndarray, elements: np.ndarray, 
             + [log_size(elements[is_param].sum())])
 
 
-def _layout_graph_facts(graph: LayoutGraph, dims: np.ndarray, elements: np.ndarray, rank: np.ndarray,
-                        nbytes: np.ndarray, opcodes: np.ndarray) -> list:
+def _layout_facts(graph: LayoutGraph, dims: np.ndarray, elements: np.ndarray, rank: np.ndarray,
+                  nbytes: np.ndarray, opcodes: np.ndarray) -> list:
     """The configurable nodes: how many, of which kinds, how large; the computations."""
     nc, n = graph.num_configurable_nodes, graph.num_nodes
     kinds = opcodes[graph.node_config_ids]
@@ -91,4 +84,9 @@ def _layout_graph_facts(graph: LayoutGraph, dims: np.ndarray, elements: np.ndarr
     return values + [log_size(elements[graph.node_config_ids].sum())]
 
 
-_GRAPH_FACTS_OF_KIND = {"tile": _tile_graph_facts, "layout": _layout_graph_facts}
+KERNEL_FACTS = GraphFacts((*(f"output_dim_{i}" for i in range(MAX_DIMS)), "output_rank",
+                           "log_output_elements", "log_output_bytes", "log_parameter_elements"),
+                          _kernel_facts)
+LAYOUT_FACTS = GraphFacts(("log_configurable", "configurable_fraction", "log_computations",
+                           *(f"configurable_{kind}" for kind in CONFIGURABLE_KINDS),
+                           "log_configurable_elements"), _layout_facts)

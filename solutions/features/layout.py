@@ -3,8 +3,7 @@ configurable nodes for each of the output / input / kernel layout vectors: how m
 dimension minor-most, agreement with the layout the neighbours expect (a configurable producer's
 chosen output layout, otherwise the layout recorded in ``node_feat``), lane/sublane padding of the
 tensors, bytes that would need a relayout copy, the share of unset (-1) vectors; agreement with the
-graph's most common row per node; and the heuristic's cost estimate. ``WINNER_FEATURE_NAMES``: the
-11th place's features, optional."""
+graph's most common row per node; and the heuristic's cost estimate."""
 
 from __future__ import annotations
 
@@ -44,14 +43,6 @@ def layout_feature_names() -> list[str]:
     return names
 
 
-WINNER_FEATURE_NAMES = [
-    "configurable_link_mismatches", "plain_link_mismatches", "two_hop_mismatches", "two_hop_agreement",
-    "minor_multiple_of_128", "minor_multiple_of_8_only", "minor_unaligned", "second_minor_multiple_of_8",
-    "log_padding_sum", "log_config_repeats",
-]
-
-
-
 def _weighted_mean(values: np.ndarray, weights: np.ndarray, total: np.ndarray | None = None) -> np.ndarray:
     """Mean over the node axis (1) of (c, nc) values with (nc,) or (c, nc) weights; 0 with no weight.
 
@@ -80,36 +71,21 @@ def _minor_dim_shares(minor: np.ndarray, active: np.ndarray, total: np.ndarray) 
 
 
 def layout_features(graph: LayoutGraph, context: LayoutContext | None = None, *,
-                    configs: np.ndarray | None = None, collapse_tied_nodes: bool = False,
-                    winner_features: bool = False) -> np.ndarray:
+                    configs: np.ndarray | None = None) -> np.ndarray:
     """(c', len(layout_feature_names())) float64 per-config features of a layout graph.
 
     ``configs``: (c',) indices of the configs to featurize, in that order (default: all c). Configs
     are read and processed in chunks (``config_chunks``), so a 100k-config graph never builds its
     full (c, nc, 3, 6) int64 intermediates at once, and a graph whose ``node_config_feat`` is memory-
     mapped (``competition.data.processed_cache.CachedLayoutGraph``) is read a chunk at a time.
-
-    ``collapse_tied_nodes``: featurize one representative per tied group (``tied_groups``) only.
-    ``winner_features``: append the ``WINNER_FEATURE_NAMES`` columns.
     """
-    context = context if context is not None else layout_context(
-        graph, with_tied=collapse_tied_nodes, with_repeats=winner_features)
+    context = context if context is not None else layout_context(graph)
     feat = graph.node_config_feat
     index = np.arange(feat.shape[0]) if configs is None else np.asarray(configs, dtype=np.int64)
-    width = len(layout_feature_names()) + (len(WINNER_FEATURE_NAMES) if winner_features else 0)
     if index.shape[0] == 0:
-        return np.zeros((0, width))
-    nodes = None
-    if collapse_tied_nodes:
-        context, nodes = context.collapsed()
-    parts = []
-    for part in config_chunks(index.shape[0], context.num_configurable):
-        chunk = feat[index[part]]
-        chunk = chunk if nodes is None else chunk[:, nodes]
-        block = _layout_chunk_features(chunk, context)
-        if winner_features:
-            block = np.concatenate([block, _winner_features(chunk, context, index[part])], axis=1)
-        parts.append(block)
+        return np.zeros((0, len(layout_feature_names())))
+    parts = [_layout_chunk_features(feat[index[part]], context)
+             for part in config_chunks(index.shape[0], context.num_configurable)]
     return finite(np.concatenate(parts, axis=0))
 
 
@@ -179,53 +155,6 @@ def _layout_chunk_features(feat: np.ndarray, context: LayoutContext) -> np.ndarr
         log_size(geometry.cost()),
     ]
     return np.stack(columns, axis=1)
-
-
-def _winner_features(feat: np.ndarray, context: LayoutContext, configs: np.ndarray) -> np.ndarray:
-    """The ``WINNER_FEATURE_NAMES`` columns of a chunk of configs (c, nc, 18) (11th place's write-up)."""
-    c, nc = feat.shape[:2]
-    if nc == 0:
-        return np.zeros((c, len(WINNER_FEATURE_NAMES)))
-    geometry = layout_geometry(feat, context)
-    operands = geometry.active[:, :, 1:] & (geometry.layouts[:, :, 1:, 0] != -1)
-    mismatch = geometry.mismatch[:, :, 1:]
-    configurable = operands & (context.producer[None, :, 1:] >= 0)
-    plain = operands & (context.producer[None, :, 1:] < 0)
-    # Two hops: the operand's layout against the configurable node behind the plain one (a copy if they
-    # differ).
-    two_hop = np.zeros((c,)), np.zeros((c,))
-    links = context.two_hop[:, 1:] if context.two_hop is not None else np.full((nc, 2), -1)
-    rows, vectors = np.nonzero(links >= 0)
-    if rows.size:
-        source = geometry.layouts[:, links[rows, vectors], 0]  # (c, k, 6) the far node's chosen output
-        ranks = context.rank[rows, vectors + 1]
-        far = crop_layout(source, ranks)
-        near = geometry.layouts[:, rows, vectors + 1]
-        known = (far[..., 0] != -1) & (near[..., 0] != -1)
-        differ = known & (far != near).any(axis=-1)
-        agreement = _ratio((known & ~differ).sum(axis=1), known.sum(axis=1))
-        two_hop = differ.sum(axis=1).astype(np.float64), agreement
-    active = geometry.active
-    minor, second = geometry.minor_size, geometry.second_size
-    of_128 = active & (np.mod(minor, LANES) == 0)
-    of_8 = active & (np.mod(minor, SUBLANES) == 0) & ~of_128
-    count = np.maximum(active.sum(axis=(1, 2)), 1)
-    raw = np.broadcast_to(context.tensor_elements[None], geometry.padded_elements.shape)
-    if context.config_repeats is None:
-        raise ValueError("the winner features need how often each config repeats: build the context with "
-                         "layout_context(graph, with_repeats=True)")
-    repeats = context.config_repeats[configs]
-    return np.stack([
-        (mismatch & configurable).sum(axis=(1, 2)).astype(np.float64),
-        (mismatch & plain).sum(axis=(1, 2)).astype(np.float64),
-        two_hop[0], two_hop[1],
-        of_128.sum(axis=(1, 2)) / count,
-        of_8.sum(axis=(1, 2)) / count,
-        (active & ~of_128 & ~of_8).sum(axis=(1, 2)) / count,
-        (active & (np.mod(second, SUBLANES) == 0)).sum(axis=(1, 2)) / count,
-        log_size(((geometry.padded_elements - raw) * active).sum(axis=(1, 2))),
-        np.log(np.maximum(repeats, 1)).astype(np.float64),
-    ], axis=1)
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

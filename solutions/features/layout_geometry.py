@@ -55,11 +55,6 @@ class LayoutContext:
     # (nc,) int64 configurable node whose settings each node's copy: itself, or the first node of its
     # tied group (identical 18-d row in every config of the graph)
     representative: np.ndarray | None = None
-    # (nc, 3) int64 configurable node reached through one non-configurable operand (a two-hop link),
-    # -1 if none
-    two_hop: np.ndarray | None = None
-    # (c,) how many configs of the graph share each config's settings
-    config_repeats: np.ndarray | None = None
     # (nc, 2, 6) int64: for a reshape, the group of each dimension of its output (0) and input (1),
     # -1 for a size-1 dimension or none (``reshape_groups``); all -1 for other nodes and for reshapes
     # whose two shapes do not hold the same number of elements (nothing is then known of their bytes)
@@ -74,38 +69,6 @@ class LayoutContext:
     @property
     def num_configurable(self) -> int:
         return int(self.rank.shape[0])
-
-    def collapsed(self) -> tuple[LayoutContext, np.ndarray]:
-        """This context on the representatives of the tied groups only, and their node positions.
-
-        A producer link to a tied node is redirected to its representative, whose chosen layouts
-        are the same in every config, so the mismatch counts of the kept nodes do not change.
-        """
-        if self.representative is None:
-            raise ValueError("this context was built without tied groups")
-        keep = np.flatnonzero(self.representative == np.arange(self.num_configurable))
-        position = np.full(self.num_configurable, -1, dtype=np.int64)
-        position[keep] = np.arange(keep.size)
-        producer = self.producer[keep]
-        producer = _redirect(producer, self.representative, position)
-        return LayoutContext(
-            tensor_dims=self.tensor_dims[keep], tensor_elements=self.tensor_elements[keep],
-            rank=self.rank[keep],
-            expected=self.expected[keep], producer=producer, has_plain_consumer=self.has_plain_consumer[keep],
-            kind=self.kind[keep], mode_codes=self.mode_codes[keep], representative=np.arange(keep.size),
-            two_hop=(None if self.two_hop is None
-                     else _redirect(self.two_hop[keep], self.representative, position)),
-            config_repeats=self.config_repeats,
-            reshape_groups=None if self.reshape_groups is None else self.reshape_groups[keep],
-            mxu_work=None if self.mxu_work is None else self.mxu_work[keep],
-            operand_elements=None if self.operand_elements is None else self.operand_elements[keep],
-        ), keep
-
-
-def _redirect(links: np.ndarray, representative: np.ndarray, position: np.ndarray) -> np.ndarray:
-    """Configurable node links (-1 = none) pointed at their group's representative, as kept positions."""
-    linked = links >= 0
-    return np.where(linked, position[representative[np.where(linked, links, 0)]], -1)
 
 
 def tied_groups(codes: np.ndarray) -> np.ndarray:
@@ -181,25 +144,15 @@ def configurable_work(graph: LayoutGraph) -> np.ndarray:
     return np.maximum(mxu_work, MACS_PER_ELEMENT * (elements[ids] + read))
 
 
-def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
-                   with_repeats: bool = False) -> LayoutContext:
+def layout_context(graph: LayoutGraph, *, with_tied: bool = False) -> LayoutContext:
     """Per-graph facts for the layout features: tensor shapes, expected layouts, producer links.
 
-    ``with_tied`` also finds the tied groups (``representative``, for ``collapse_tied_nodes``) and
-    ``with_repeats`` how often each config repeats (``config_repeats``, for the winner features):
-    each sorts every config row of the graph, which on a 100,000-config graph cost more than the rest
-    of the features, so they are computed only when asked.
+    ``with_tied`` also finds the tied groups (``representative``): it sorts every config row of the
+    graph, which on a 100,000-config graph costs more than the rest, so it is computed only when asked.
 
-    Operands are found through the edges (``[consumer, producer]``). The released edges are sorted
-    and deduplicated, so operand order is lost: the input vector is matched to the first producer
-    that can hold it, the kernel vector to the next one (the same one when there is only one). A
-    producer holds a vector whose rank (slots it sets) equals its own rank; failing that, one whose
-    rank is larger and takes every dimension the vector names (``_holds``): the real releases set
-    only the two minor-most slots of a 4-D or 5-D convolution's tensors, whose operands a rank match
-    alone never found. A producer that is itself configurable is linked by index, so its chosen
-    output layout is compared per config; otherwise its ``node_feat`` layout is what the vector
-    should match. Links through several plain nodes were tried and dropped (BENCHMARKS.md, gbdt:
-    design choices).
+    Operands are found through the edges (``[consumer, producer]``; ``_link_operands``). A producer
+    that is itself configurable is linked by index, so its chosen output layout is compared per
+    config; otherwise its ``node_feat`` layout is what the vector should match.
     """
     feat = graph.node_config_feat
     ids = graph.node_config_ids.astype(np.int64)
@@ -208,10 +161,43 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
     node_layout = layout_values(graph.node_feat[:, MINOR_TO_MAJOR])
     config_index = np.full(graph.num_nodes, -1, dtype=np.int64)
     config_index[ids] = np.arange(nc)
+    rank, top, codes = _config_pass(feat, nc)
 
-    # One pass over the configs (a memory-mapped cached graph is read once): vector ranks and row codes.
+    tensor_dims = np.zeros((nc, 3, MAX_DIMS))
+    tensor_elements = np.zeros((nc, 3))
+    expected = np.full((nc, 3, MAX_DIMS), -1, dtype=np.int64)
+    producer = np.full((nc, 3), -1, dtype=np.int64)
+    tensor_dims[:, 0], tensor_elements[:, 0] = dims[ids], elements[ids]
+    expected[:, 0] = crop_layout(node_layout[ids], rank[:, 0])
+    kind = configurable_kinds(graph)
+    mxu_work, operand_elements = matrix_terms(graph, kind, elements)
+    producers, starts, stops = operand_spans(graph)
+    for j in range(nc):
+        for vector, v in _link_operands(producers[starts[j] : stops[j]], node_rank, rank[j], top[j]):
+            tensor_dims[j, vector], tensor_elements[j, vector] = dims[v], elements[v]
+            producer[j, vector] = config_index[v]
+            expected[j, vector] = crop_layout(node_layout[v], np.int64(rank[j, vector]))
+
+    # Consumers of each configurable node: producers column equals its id (edges sorted by consumer only).
+    consumer_is_plain = config_index[graph.edge_index[:, 0]] < 0
+    has_plain_consumer = np.zeros(nc, dtype=bool)
+    linked = config_index[producers]
+    has_plain_consumer[linked[(linked >= 0) & consumer_is_plain]] = True
+    return LayoutContext(
+        tensor_dims=tensor_dims, tensor_elements=tensor_elements, rank=rank, expected=expected,
+        producer=producer, has_plain_consumer=has_plain_consumer, kind=kind,
+        mode_codes=column_modes(codes) if feat.shape[0] else np.zeros(nc, np.int64),
+        representative=(tied_groups(codes) if feat.shape[0] else np.arange(nc)) if with_tied else None,
+        reshape_groups=_reshape_groups_of(kind, rank, tensor_dims), mxu_work=mxu_work,
+        operand_elements=operand_elements,
+    )
+
+
+def _config_pass(feat: np.ndarray, nc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One pass over the configs (a memory-mapped cached graph is read once): each vector's rank (slots
+    it sets in any config) (nc, 3), the largest dimension it names (nc, 3), and the row codes (c, nc)."""
     rank = np.zeros((nc, 3), dtype=np.int64)
-    top = np.full((nc, 3), -1, dtype=np.int64)  # the largest dimension a vector names in any config
+    top = np.full((nc, 3), -1, dtype=np.int64)
     codes = np.empty(feat.shape[:2], dtype=np.int64)
     for part in config_chunks(*feat.shape[:2]):
         chunk = feat[part]
@@ -219,61 +205,43 @@ def layout_context(graph: LayoutGraph, *, with_tied: bool = False,
         rank = np.maximum(rank, (vectors != -1).sum(axis=-1).max(axis=0, initial=0))
         top = np.maximum(top, vectors.max(axis=(0, 3), initial=-1).astype(np.int64))
         codes[part] = pack_layout_vector_codes(chunk)
+    return rank, top, codes
 
-    tensor_dims = np.zeros((nc, 3, MAX_DIMS))
-    tensor_elements = np.zeros((nc, 3))
-    expected = np.full((nc, 3, MAX_DIMS), -1, dtype=np.int64)
-    producer = np.full((nc, 3), -1, dtype=np.int64)
-    two_hop = np.full((nc, 3), -1, dtype=np.int64)
-    tensor_dims[:, 0], tensor_elements[:, 0] = dims[ids], elements[ids]
-    expected[:, 0] = crop_layout(node_layout[ids], rank[:, 0])
 
-    kind = configurable_kinds(graph)
-    mxu_work, operand_elements = matrix_terms(graph, kind, elements)
+def _link_operands(operands: np.ndarray, node_rank: np.ndarray, rank: np.ndarray,
+                   top: np.ndarray) -> list[tuple[int, int]]:
+    """(vector, operand node) of a configurable node's input (1) and kernel (2) vectors.
 
-    # Every node's operands: a configurable node's, and two hops away, those of its plain operands.
-    producers, starts, stops = operand_spans(graph, np.arange(graph.num_nodes))
-    for j in range(nc):
-        operands = list(producers[starts[ids[j]] : stops[ids[j]]])
-        used: set[int] = set()
-        for vector in (1, 2):
-            r = rank[j, vector]
-            if r == 0:
-                continue
-            matching = _holds(operands, node_rank, r, top[j, vector])
-            if not matching:
-                continue
-            fresh = [v for v in matching if v not in used]
-            v = int(fresh[0] if fresh else matching[0])
-            used.add(v)
-            tensor_dims[j, vector], tensor_elements[j, vector] = dims[v], elements[v]
-            producer[j, vector] = config_index[v]
-            expected[j, vector] = crop_layout(node_layout[v], np.int64(r))
-            if config_index[v] < 0:  # a plain operand: is a configurable node of the same rank behind it?
-                behind = producers[starts[v] : stops[v]]
-                found = [int(config_index[u]) for u in _holds(behind, node_rank, r, top[j, vector])
-                         if config_index[u] >= 0]
-                two_hop[j, vector] = found[0] if found else -1
+    The released edges are sorted and deduplicated, so operand order is lost: the input vector is
+    matched to the first producer that can hold it, the kernel vector to the next one (the same one
+    when there is only one). A producer holds a vector whose rank (slots it sets) equals its own rank;
+    failing that, one whose rank is larger and takes every dimension the vector names (``_holds``):
+    the real releases set only the two minor-most slots of a 4-D or 5-D convolution's tensors, whose
+    operands a rank match alone never found."""
+    found: list[tuple[int, int]] = []
+    used: set[int] = set()
+    for vector in (1, 2):
+        if rank[vector] == 0:
+            continue
+        matching = _holds(operands, node_rank, rank[vector], top[vector])
+        if not matching:
+            continue
+        fresh = [v for v in matching if v not in used]
+        v = int(fresh[0] if fresh else matching[0])
+        used.add(v)
+        found.append((vector, v))
+    return found
 
-    # Consumers of each configurable node: producers column equals its id (edges sorted by consumer only).
-    consumer_is_plain = config_index[graph.edge_index[:, 0]] < 0
-    has_plain_consumer = np.zeros(nc, dtype=bool)
-    linked = config_index[producers]
-    has_plain_consumer[linked[(linked >= 0) & consumer_is_plain]] = True
 
-    groups = np.full((nc, 2, MAX_DIMS), -1, dtype=np.int64)
+def _reshape_groups_of(kind: np.ndarray, rank: np.ndarray, tensor_dims: np.ndarray) -> np.ndarray:
+    """(nc, 2, 6) the dimension groups of each reshape's output and input (``reshape_groups``), -1 where
+    none are known."""
+    groups = np.full((kind.shape[0], 2, MAX_DIMS), -1, dtype=np.int64)
     for j in np.flatnonzero((kind == RESHAPE) & (rank[:, 0] > 0) & (rank[:, 1] > 0)):
         found = reshape_groups(tensor_dims[j, 0, : rank[j, 0]], tensor_dims[j, 1, : rank[j, 1]])
         if found is not None:
             groups[j] = found
-    mode_codes = column_modes(codes) if feat.shape[0] else np.zeros(nc, np.int64)
-    return LayoutContext(
-        tensor_dims=tensor_dims, tensor_elements=tensor_elements, rank=rank, expected=expected,
-        producer=producer, has_plain_consumer=has_plain_consumer, kind=kind, mode_codes=mode_codes,
-        representative=(tied_groups(codes) if feat.shape[0] else np.arange(nc)) if with_tied else None,
-        two_hop=two_hop, config_repeats=_repeats(codes) if with_repeats else None,
-        reshape_groups=groups, mxu_work=mxu_work, operand_elements=operand_elements,
-    )
+    return groups
 
 
 def _holds(candidates: Iterable[int], node_rank: np.ndarray, slots: int, top: int) -> list[int]:
@@ -284,14 +252,6 @@ def _holds(candidates: Iterable[int], node_rank: np.ndarray, slots: int, top: in
     holds_top = [int(v) for v in candidates if node_rank[v] > top]
     exact = [v for v in holds_top if node_rank[v] == slots]
     return exact if exact else [v for v in holds_top if node_rank[v] > slots]
-
-
-def _repeats(codes: np.ndarray) -> np.ndarray:
-    """(c,) how many configs have exactly each config's (c, nc) row (a default search revisits fast ones)."""
-    if codes.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64)
-    _, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    return counts[inverse.reshape(-1)]
 
 
 @dataclass(frozen=True)

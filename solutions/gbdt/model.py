@@ -46,14 +46,14 @@ from solutions.gbdt.queries import (
     training_queries,
     validation_queries,
 )
-from solutions.gbdt.settings import GBDTSettings
+from solutions.gbdt.settings import SETTINGS, GBDTSettings
 from solutions.method import (
     FitOptions,
     SavedModelError,
     SplitSource,
     read_saved_json,
+    retrain_command,
     unreadable_model_file,
-    with_random_search,
 )
 from solutions.selection import CROSS_VALIDATION, cv_fold_of, informative_graphs, plan_selection
 from solutions.settings import SettingError, check_names
@@ -62,51 +62,37 @@ logger = logging.getLogger(__name__)
 
 MODEL_FILE = "model.txt"
 SETTINGS_FILE = "settings.json"
+# The one saved-model format this kit reads and writes (settings.json: the resolved settings, the feature
+# settings and names, the collection; model.txt: LightGBM's text format). Any other is refused, naming
+# the command that retrains it.
+FORMAT_VERSION = 2
 
 
 class GBDTRanker:
     """LightGBM ranker on engineered features, one per collection (see the module docstring)."""
 
     name = "gbdt"
-    settings_class = GBDTSettings  # the schema of --param (solutions.settings)
+    settings = SETTINGS  # the settings and where each collection starts from (solutions.settings)
     learned = True
 
-    @classmethod
-    def param_table(cls) -> tuple[list, str]:
-        """The settings ``--param`` accepts, for ``tpugraphs solve --list-params``."""
-        from solutions.params import describe
-
-        layout, tile = GBDTSettings.for_task("layout"), GBDTSettings.for_task("tile")
-        differ = [f"{f.name}={getattr(tile, f.name)!r}" for f in fields(GBDTSettings)
-                  if getattr(tile, f.name) != getattr(layout, f.name)]
-        note = f"tile:xla starts from other defaults: {', '.join(differ)}" if differ else ""
-        return describe(GBDTSettings, layout), note
-
-    @classmethod
-    def settings_for(cls, collection_name: str, params: dict) -> GBDTSettings:
-        """The settings ``fit`` will use on a collection with these ``--param`` values (checked now)."""
-        from competition.collections import get_collection
-
-        check_names(GBDTSettings, params, cls.name)
-        return replace(GBDTSettings.for_task(get_collection(collection_name).task.name), **params)
-
     def __init__(self, settings: GBDTSettings | None = None, **overrides: Any) -> None:
-        """``settings``: all training settings (default: ``GBDTSettings.for_task`` of the collection fitted);
-        ``overrides``: single settings changed on top of those, e.g. ``GBDTRanker(num_boost_round=500)``
-        (what ``tpugraphs solve --method gbdt --param num_boost_round=500`` passes)."""
-        check_names(GBDTSettings, overrides, self.name)  # SettingError naming the closest setting
-        if settings is not None or overrides:  # check the values now, not after loading the data
-            replace(settings or GBDTSettings(), **overrides)
-        self.base_settings = settings  # None: the defaults of the task fitted (GBDTSettings.for_task)
-        self.overrides = overrides
-        self.settings: GBDTSettings | None = settings  # what the model was (or will be) trained with
+        """``settings`` (the class defaults when None) with ``overrides`` on top, e.g.
+        ``GBDTRanker(num_boost_round=500)``, each checked now (``SettingError`` naming the closest
+        setting); ``for_collection`` starts from a collection's defaults instead, as ``tpugraphs solve``
+        does."""
+        check_names(GBDTSettings, overrides, self.name)
+        self.settings: GBDTSettings = replace(settings or GBDTSettings(), **overrides)
         self.collection_name: str | None = None
         self.features: FeatureSettings | None = None
         self.booster = None  # lightgbm.Booster once fitted or loaded
         self.best_iteration: int | None = None
         self.history: dict[str, list[float]] = {}  # valid metric per boosting round
         self.selection: dict | None = None  # how the round was chosen (SelectionPlan.to_json, + cv figures)
-        self.trained_on: list[str] = []  # the collections whose train graphs the model learned from
+
+    @classmethod
+    def for_collection(cls, collection: Collection, **overrides: Any) -> GBDTRanker:
+        """A ranker with the settings ``collection`` is fitted with (``SETTINGS.resolve``)."""
+        return cls(SETTINGS.resolve(collection, overrides))
 
     # ------------------------------------------------------------------------------------------
     # Training
@@ -117,18 +103,11 @@ class GBDTRanker:
         import_lightgbm()  # fail before reading any data when lightgbm is missing
 
         started = time.perf_counter()
-        settings = replace(self.base_settings or GBDTSettings.for_task(collection.task.name),
-                           **self.overrides)
-        self.settings = settings
+        settings = self.settings
         self.collection_name = collection.name
         self.features = FeatureSettings(task=collection.task.name, center_per_graph=settings.center_per_graph,
-                                        scale_per_graph=settings.scale_per_graph,
-                                        collapse_tied_nodes=settings.collapse_tied_nodes,
-                                        winner_features=settings.winner_features)
+                                        scale_per_graph=settings.scale_per_graph)
         rng = np.random.default_rng([int(options.seed) & 0xFFFFFFFF, 0x6BD7])
-        if settings.learn_from_random_search:
-            train = with_random_search(train)
-        self.trained_on = train.collection_names
         train_rows = training_queries(_progress(train, options, f"{collection.name} train features"),
                                       settings, self.features, rng, compress=options.compress)
         if not len(train_rows):
@@ -232,9 +211,8 @@ class GBDTRanker:
         return best_round(mean_curve, settings.min_boost_round), len(curves)
 
     def summary(self) -> dict:
-        """Facts for the runner's report: the rounds kept, how they were chosen, what it learned from."""
-        return {"best_iteration": self.best_iteration, "selection": self.selection,
-                "trained_on": self.trained_on}
+        """Facts for the runner's report: the rounds kept and how they were chosen."""
+        return {"best_iteration": self.best_iteration, "selection": self.selection}
 
     # ------------------------------------------------------------------------------------------
     # Prediction
@@ -257,7 +235,7 @@ class GBDTRanker:
 
     def _prior(self, features: np.ndarray) -> np.ndarray | None:
         """The initial scores of ``heuristic_prior`` (higher = faster, as LightGBM ranks), None when off."""
-        if not self.settings or not self.settings.heuristic_prior:
+        if not self.settings.heuristic_prior:
             return None
         column = feature_names(self.features).index("heuristic_log_cost_scaled")
         return -self.settings.heuristic_prior * features[:, column].astype(np.float64)
@@ -274,6 +252,7 @@ class GBDTRanker:
         path.mkdir(parents=True, exist_ok=True)
         self.booster.save_model(str(path / MODEL_FILE), num_iteration=self.best_iteration)
         meta = {
+            "format_version": FORMAT_VERSION,
             "method": self.name,
             "collection": self.collection_name,
             "best_iteration": self.best_iteration,
@@ -290,17 +269,25 @@ class GBDTRanker:
 
         path = Path(path)
         meta = read_saved_json(path / SETTINGS_FILE)
+        retrain = f"retrain it: {retrain_command(cls.name, meta.get('collection'))}"
+        version = meta.get("format_version")
+        if version != FORMAT_VERSION:
+            raise SavedModelError(f"{path / SETTINGS_FILE}: a gbdt model of format version {version!r}; "
+                                  f"this kit reads format {FORMAT_VERSION} only; {retrain}")
         try:
             features = FeatureSettings.from_json(meta["features"])
         except ValueError as exc:  # another feature version: its columns mean something else here
-            raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}") from None
+            raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}; {retrain}") from None
         if meta["feature_names"] != feature_names(features):
             raise SavedModelError(f"{path / SETTINGS_FILE}: the saved feature names differ from this code's; "
-                                  "retrain the model")
+                                  f"{retrain}")
+        missing = [f.name for f in fields(GBDTSettings) if f.name not in (meta.get("settings") or {})]
+        if missing:  # the file records every setting it was trained with; today's defaults never fill in
+            raise SavedModelError(f"{path / SETTINGS_FILE}: settings lacks {', '.join(missing)}; {retrain}")
         try:
-            ranker = cls(settings=replace(GBDTSettings(), **meta["settings"]))
+            ranker = cls(GBDTSettings(**meta["settings"]))
         except (SettingError, TypeError) as exc:  # a hand-edited or foreign file
-            raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}; retrain the model") from None
+            raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}; {retrain}") from None
         ranker.collection_name = meta["collection"]
         ranker.features = features
         try:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from competition.tasks import Task, get_task
-from solutions.settings import SettingError, check_settings, setting
+from competition.collections import Collection
+from solutions.settings import MethodSettings, SettingError, check_settings, setting
 
 MAX_QUERY_SIZE = 10_000  # LightGBM refuses ranking queries larger than this
 OBJECTIVES = ("lambdarank", "rank_xendcg", "regression", "pairwise")
@@ -20,7 +20,7 @@ EXACT_ORDER_LABELS = ("regression", "pairwise")
 @dataclass(frozen=True)
 class GBDTSettings:
     """Training settings, each with its type, range, default and meaning (``solutions.settings``);
-    ``for_task`` gives the defaults used by ``tpugraphs solve --method gbdt``."""
+    ``SETTINGS.resolve`` gives those a collection is fitted with (``collection_defaults`` on top)."""
 
     objective: str = setting(
         "lambdarank", "lambdarank, rank_xendcg, regression (pointwise, on the within-graph rank) or pairwise "
@@ -56,21 +56,10 @@ class GBDTSettings:
     num_threads: int = setting(2, "LightGBM threads (fixed, so a seed gives the same model on any machine)",
                                low=1)
     center_per_graph: bool = setting(True, "also give each config feature minus its graph's mean")
-    # On by the real-data check: a real graph's summed padding varies by a few millionths of its size,
-    # a synthetic one's by tens of percent; z-scores put both on one scale (BENCHMARKS.md, "Real data").
+    # On by the real-data check: z-scores put real and synthetic graphs on one scale (docs/defaults.md).
     scale_per_graph: bool = setting(True, "also give each config feature as a z-score within its graph")
-    collapse_tied_nodes: bool = setting(False, "layout: one representative per tied node group "
-                                        "(features.layout_geometry.tied_groups)")
-    winner_features: bool = setting(False, "layout: the 11th place's features "
-                                    "(features.layout.WINNER_FEATURE_NAMES)")
-    # Off: it helps a model trained on the embedded competition rank real default searches, but at full
-    # size it cost up to 0.16 and twice the fit, and within a real graph it is level (docs/gbdt.md).
-    learn_from_random_search: bool = setting(False, "layout, default search: also learn from the random "
-                                             "search's train graphs of the same source "
-                                             "(solutions.method.with_random_search)")
-    # 3 on layouts by the real-data check: trained on the embedded competition, gbdt ranked the real
-    # layout graphs below the untrained heuristic, and with the prior at least as well as it; chosen
-    # on `small`'s valid splits (BENCHMARKS.md, "Real data"). Tile starts at 0 (not measured).
+    # 3 by the real-data check; 0 where the metric reads the top k only (collection_defaults; why:
+    # docs/defaults.md).
     heuristic_prior: float = setting(3.0, "start from the heuristic: each config's initial score is minus "
                                      "this times its heuristic_log_cost as a z-score within its graph, and "
                                      "the trees learn what to change (0: off; needs scale_per_graph)", low=0)
@@ -84,14 +73,6 @@ class GBDTSettings:
             raise SettingError(f"setting label_levels={self.label_levels} with linear_gain=false: LightGBM "
                                f"allows at most 31 levels with exponential gains; lower label_levels or add "
                                f"linear_gain=true")
-
-    @classmethod
-    def for_task(cls, task: Task | str) -> GBDTSettings:
-        top_k = (get_task(task) if isinstance(task, str) else task).top_k
-        if top_k is not None:  # a metric of the top k listed (tile): NDCG at k
-            return cls(label_levels=30, linear_gain=False, ndcg_at=top_k, max_configs_per_graph=1000,
-                       query_size=None, heuristic_prior=0.0)
-        return cls()
 
     def lightgbm_params(self, seed: int, max_group: int) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -120,3 +101,16 @@ class GBDTSettings:
             if self.linear_gain:
                 params["label_gain"] = list(range(self.label_levels))
         return params
+
+
+def collection_defaults(collection: Collection) -> dict[str, object]:
+    """Where a collection starts from other settings: a metric that reads the top k listed configs
+    (tile) learns NDCG at k on exponential gains, one query per graph, without the heuristic's prior
+    (docs/gbdt.md)."""
+    top_k = collection.task.top_k
+    if top_k is None:
+        return {}
+    return {"linear_gain": False, "ndcg_at": top_k, "query_size": None, "heuristic_prior": 0.0}
+
+
+SETTINGS = MethodSettings("gbdt", GBDTSettings, collection_defaults)

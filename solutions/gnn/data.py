@@ -3,12 +3,10 @@
 One ``TileExample`` or ``LayoutExample`` per npz file, built once before training and kept on the
 CPU (a step moves what it samples to the device). The preprocessing is what makes the GNN cheap:
 
-- **Pruning** (layout, ``prune=True``): the ``transform`` given, or by default
-  ``solutions.pruning.OneHop`` (``DEFAULT_PRUNING``), which keeps the configurable nodes and their
-  neighbours; the configs only touch those, and message passing runs once per config, so its cost
-  falls with the node count (6.2x fewer nodes on the real layout:xla:random, docs/competition.md).
-  ``GNNRanker`` always passes its transform (the ``pruning`` setting it was trained with), so a
-  saved model never follows a later change of the default.
+- **Pruning** (layout): the ``transform`` given (None: none), which ``GNNRanker`` reads from its
+  ``pruning`` setting (by default ``solutions.pruning.OneHop``: the configurable nodes and their
+  neighbours); the configs only touch those, and message passing runs once per config, so its cost
+  falls with the node count (docs/competition.md). A saved model records its own pruning.
 - **Config deduplication** (``compress=True``): identical configs of a training graph are merged and
   get the fastest of their measured runtimes (``deduplicate_configs(policy="min")``: re-measuring
   the same binary only adds noise, which slows a run down). At prediction the model scores each
@@ -41,30 +39,16 @@ import numpy as np
 import torch
 
 from competition.data.compact import LAYOUT_VALUE_MIN, pack_layout_vector_codes
-from competition.data.graphs import LayoutGraph, TileGraph
+from competition.data.graphs import Graph, LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph
-from competition.tasks import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM
+from competition.tasks import LAYOUT_CONFIG_DIM, TILE_CONFIG_DIM, Task
 from solutions.dedup import deduplicate_configs
-from solutions.features.layout_geometry import configurable_work, tied_groups
-from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
+from solutions.features.kinds import TILE_BOUNDS, config_width, feature_plan
+from solutions.features.log_scale import scale_node_features, signed_log1p
 from solutions.features.tile import tile_feature_names, tile_features
 from solutions.gnn.config_store import CachedConfigStore, ConfigStore, most_common_config, most_common_rows
 from solutions.gnn.engineered import engineered_layout_features, kept_configs, sample_training_configs
-from solutions.pruning import GraphTransform, PruningStats, parse_pruning
-
-# The one default pruning of the GNN, by name (solutions.pruning.parse_pruning): what GNNConfig.pruning
-# starts as and what the functions below use when pruning is on and no transform is given. Read at
-# call time, so tests can change it; a saved model records its own and never reads this again.
-DEFAULT_PRUNING = "onehop"
-
-
-def default_pruning() -> GraphTransform:
-    """The pruning the GNN uses on layout graphs when pruning is on and no transform is given."""
-    transform = parse_pruning(DEFAULT_PRUNING)
-    if transform is None:
-        raise ValueError(f"DEFAULT_PRUNING is {DEFAULT_PRUNING!r}; "
-                         "the default must prune (use prune=False for none)")
-    return transform
+from solutions.pruning import GraphTransform, PruningStats
 
 
 def graph_tensors(node_feat: np.ndarray, node_opcode: np.ndarray, edge_index: np.ndarray
@@ -98,31 +82,16 @@ class LayoutInputs:
     # (2, e) int64 [producer, consumer] links between configurable nodes (indices 0..nc-1), computed
     # on first use by ``config_links`` (intermediate fusion reads them)
     links: torch.Tensor | None = None
-    # (nc,) int64 the first configurable node of each one's tied group: the nodes whose row is the
-    # same in every config of the graph (None: not computed)
-    tied: torch.Tensor | None = None
-    # (nc,) float32 each configurable node's share of the graph's roofline time (None: not computed)
-    node_weight: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
         return int(self.node_opcode.shape[0])
 
-    def config_links(self, *, tied: bool = False) -> torch.Tensor:
-        """``links``, computed once (see ``configurable_links``); with ``tied``, also both ways between
-        each tied node and the first node of its group (they always carry the same setting)."""
+    def config_links(self) -> torch.Tensor:
+        """``links``, computed once (see ``configurable_links``)."""
         if self.links is None:
             self.links = configurable_links(self.edge_index, self.config_node_ids, self.num_nodes)
-        if not tied:
-            return self.links
-        if self.tied is None:
-            raise ValueError("tied links asked for, but this example was built without its tied groups "
-                             "(make_example(..., find_tied=True))")
-        members = torch.nonzero(
-            self.tied != torch.arange(self.tied.shape[0], device=self.tied.device)).flatten()
-        group = torch.cat([torch.stack([members, self.tied[members]]),
-                           torch.stack([self.tied[members], members])], 1)
-        return torch.cat([self.links, group], dim=1)
+        return self.links
 
     def to(self, device: torch.device | str) -> LayoutInputs:
         if self.node_feat.device == torch.device(device):
@@ -131,9 +100,7 @@ class LayoutInputs:
         return LayoutInputs(self.node_feat.to(device), self.node_opcode.to(device),
                             self.edge_index.to(device),
                             self.config_node_ids.to(device), self.common_rows.to(device),
-                            None if self.links is None else self.links.to(device),
-                            None if self.tied is None else self.tied.to(device),
-                            None if self.node_weight is None else self.node_weight.to(device))
+                            None if self.links is None else self.links.to(device))
 
 
 def configurable_links(edge_index: torch.Tensor, config_node_ids: torch.Tensor,
@@ -218,10 +185,11 @@ class TileExample:
     node_feat: torch.Tensor  # (n, 140) float32, scaled
     node_opcode: torch.Tensor  # (n,) int64
     edge_index: torch.Tensor  # (2, m) int64, [producer, consumer]
-    config_feat: torch.Tensor  # (c, 24 [+ TILE_GEOMETRY_COLUMNS]) float32, scaled (tile_config_tensor)
+    config_feat: torch.Tensor  # (c, config_vector_width(task)) float32, scaled (config_vectors)
     # (c,) float64 runtime / normalizer (what the metric ranks); None if unlabeled
     runtime: torch.Tensor | None
     config_inverse: np.ndarray | None = None  # (c0,) int64 kept config of each file config; None = identity
+    pruning: PruningStats | None = None  # kernels are never pruned
 
     @property
     def num_nodes(self) -> int:
@@ -241,31 +209,19 @@ def _labeled(runtime: np.ndarray) -> bool:
     return runtime.size > 0 and bool((runtime > 0).all())
 
 
-def _tied(codes: np.ndarray) -> np.ndarray:
-    """(nc,) the first node of each configurable node's tied group, from the (c, nc) row codes
-    (each node its own group when the graph has no config)."""
-    if not len(codes):
-        return np.arange(codes.shape[1], dtype=np.int64)
-    return tied_groups(codes)
-
-
-def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bool,
-                   transform: GraphTransform | None = None, find_tied: bool = False) -> LayoutExample:
-    """Prune, scale and pack one layout graph (see the module docstring for what each flag does).
-
-    ``find_tied``: also record the tied groups of configurable nodes (``LayoutInputs.tied``; only the
-    ``tied_links`` model reads them).
-    """
+def layout_example(row_id: str, graph: LayoutGraph, *, transform: GraphTransform | None,
+                   compress: bool) -> LayoutExample:
+    """Prune (with ``transform``; None: not), scale and pack one layout graph (the module docstring says
+    what each step does)."""
     stats = None
-    if prune:
-        result = (transform or default_pruning()).prune(graph)
+    if transform is not None:
+        result = transform.prune(graph)
         graph, stats = result.graph, result.stats
     feat, opcode, edges = graph_tensors(graph.node_feat, graph.node_opcode, graph.edge_index)
-    codes = pack_layout_vector_codes(graph.node_config_feat)  # (c, nc): the common rows and the tied groups
-    tied = torch.from_numpy(_tied(codes)) if find_tied else None
+    codes = pack_layout_vector_codes(graph.node_config_feat)  # (c, nc): the common rows
     inputs = LayoutInputs(feat, opcode, edges,
                           torch.from_numpy(np.asarray(graph.node_config_ids, dtype=np.int64)),
-                          torch.from_numpy(most_common_rows(graph.node_config_feat, codes)), tied=tied)
+                          torch.from_numpy(most_common_rows(graph.node_config_feat, codes)))
     del codes
     configs, runtime = graph.node_config_feat, graph.config_runtime
     labeled = _labeled(runtime)
@@ -286,8 +242,8 @@ def layout_example(row_id: str, graph: LayoutGraph, *, prune: bool, compress: bo
     )
 
 
-def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compress: bool,
-                          transform: GraphTransform | None = None, find_tied: bool = False) -> LayoutExample:
+def cached_layout_example(row_id: str, graph: CachedGraph, *, transform: GraphTransform | None,
+                          compress: bool) -> LayoutExample:
     """``layout_example`` for a graph in the processed cache: the same example, configs left on disk.
 
     Pruning, scaling, deduplication (same distinct configs, same min runtimes, same order) and the
@@ -301,14 +257,13 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
     skeleton = LayoutGraph(node_config_feat=np.zeros((0, nc, LAYOUT_CONFIG_DIM), np.float32),
                            config_runtime=runtime[:0], **arrays)
     stats = None
-    if prune:
-        result = (transform or default_pruning()).prune(skeleton)
+    if transform is not None:
+        result = transform.prune(skeleton)
         skeleton, stats = result.graph, result.stats
     feat, opcode, edges = graph_tensors(skeleton.node_feat, skeleton.node_opcode, skeleton.edge_index)
     try:
         # (c, nc) int64, packed a chunk of configs at a time: the int8 tensor is never held whole.
         codes = pack_layout_vector_codes(graph.node_config_feat)
-        tied = torch.from_numpy(_tied(codes)) if find_tied else None
         if graph.num_configs:
             first = most_common_config(codes)
             common = graph.node_config_feat[first, np.arange(nc)].astype(np.int64) - LAYOUT_VALUE_MIN
@@ -318,7 +273,7 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
         graph.close()
     inputs = LayoutInputs(feat, opcode, edges,
                           torch.from_numpy(np.asarray(skeleton.node_config_ids, dtype=np.int64)),
-                          torch.from_numpy(common), tied=tied)
+                          torch.from_numpy(common))
     labeled = _labeled(runtime)
     rows, inverse = np.arange(graph.num_configs, dtype=np.int64), None
     if compress:
@@ -338,32 +293,38 @@ def cached_layout_example(row_id: str, graph: CachedGraph, *, prune: bool, compr
     )
 
 
-# engineered columns after the 24 raw ones
+# engineered columns after the 24 raw ones of a tile config
 TILE_GEOMETRY_COLUMNS = len(tile_feature_names()) - TILE_CONFIG_DIM
 
 
-def tile_config_tensor(graph: TileGraph, *, geometry: bool) -> np.ndarray:
-    """What the tile model reads per config: the scaled ``config_feat`` (c, 24), and with ``geometry``
-    the engineered tiling facts of ``solutions.features.tile.tile_features`` after them (how the
-    tile divides the output, padding, tile count, working set against VMEM; signed-log scaled):
-    -> (c, 24 [+ TILE_GEOMETRY_COLUMNS]) float32."""
-    scaled = scale_tile_config_features(graph.config_feat)
-    if not geometry:
+def config_vector_width(task: Task) -> int:
+    """Columns of what the model reads per config of a kind with one config per graph
+    (``config_vectors``)."""
+    extra = TILE_GEOMETRY_COLUMNS if feature_plan(task) is TILE_BOUNDS else 0
+    return config_width(task) + extra
+
+
+def config_vectors(graph: Graph) -> np.ndarray:
+    """What the model reads per config of a kind with one config per graph: each column's signed log,
+    then, for tile bounds, the engineered tiling facts of ``solutions.features.tile.tile_features`` (how
+    the tile divides the output, padding, tile count, working set against VMEM; signed-log scaled):
+    -> (c, config_vector_width(task)) float32."""
+    scaled = signed_log1p(np.asarray(graph.configs))
+    if feature_plan(graph.task) is not TILE_BOUNDS:
         return scaled
     engineered = tile_features(graph)[:, TILE_CONFIG_DIM:]  # the first 24 are log1p(config_feat) again
     return np.concatenate([scaled, signed_log1p(engineered)], axis=1)
 
 
-def tile_example(row_id: str, graph: TileGraph, *, compress: bool, geometry: bool = False) -> TileExample:
-    """Scale one tile kernel; with ``compress``, identical configs are merged (min runtime).
-
-    ``geometry``: append the engineered tiling columns (``tile_config_tensor``).
-    """
+def tile_example(row_id: str, graph: Graph, *, compress: bool) -> TileExample:
+    """Scale one graph of a kind with one config per graph (a tile kernel); with ``compress``, identical
+    configs are merged (min runtime)."""
     feat, opcode, edges = graph_tensors(graph.node_feat, graph.node_opcode, graph.edge_index)
-    configs = graph.config_feat
-    config_tensor = tile_config_tensor(graph, geometry=geometry)
-    labeled = _labeled(graph.config_runtime) and _labeled(graph.config_runtime_normalizers)
-    target = graph.normalized_runtime().astype(np.float64) if labeled else None
+    configs = graph.configs
+    config_tensor = config_vectors(graph)
+    normalizers = graph.normalizers
+    labeled = _labeled(graph.config_runtime) and (normalizers is None or _labeled(normalizers))
+    target = graph.ranking_target().astype(np.float64) if labeled else None
     inverse = None
     if compress:
         dedup = deduplicate_configs(configs, target, policy="min")
@@ -381,73 +342,51 @@ def tile_example(row_id: str, graph: TileGraph, *, compress: bool, geometry: boo
     )
 
 
-def work_shares(graph: LayoutGraph) -> np.ndarray:
-    """(nc,) float32 each configurable node's share of the graph's roofline time
-    (``solutions.features.layout_geometry.configurable_work``; summing to 1, even shares when no size is
-    known): what ``work_pooling`` weighs the nodes by. Read from the node arrays of the *unpruned* graph
-    (``make_example`` passes it): a pruning that drops operands (``khop:K``, ``configurable``, ``merged``)
-    would change a node's traffic."""
-    work = configurable_work(graph)
-    total = work.sum()
-    share = work / total if total > 0 else np.full(work.size, 1.0 / max(work.size, 1))
-    return share.astype(np.float32)
+def full_layout_example(row_id: str, graph: LayoutGraph, *, transform: GraphTransform | None, compress: bool,
+                        engineered: bool = False, max_configs: int | None = None) -> LayoutExample:
+    """The example of one layout graph; a graph read from the processed cache keeps its configs there.
 
-
-def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, prune: bool, compress: bool,
-                 transform: GraphTransform | None = None, tile_geometry: bool = False,
-                 find_tied: bool = False, engineered: bool = False,
-                 max_configs: int | None = None, node_work: bool = False) -> TileExample | LayoutExample:
-    """The example of one graph; a layout graph read from the processed cache keeps its configs there.
-
-    Layout graphs are pruned with ``transform`` when ``prune`` is on (``default_pruning()`` when it is
-    None), get their tied groups with ``find_tied`` and their configs' engineered features
-    (``solutions.gnn.engineered``) with ``engineered``; tile graphs are never pruned, and get the
-    engineered tiling columns with ``tile_geometry``.
-
-    ``node_work`` (layout): also each configurable node's share of the graph's roofline time
-    (``LayoutInputs.node_weight``; only the ``work_pooling`` model reads it).
-
-    ``max_configs`` (training graphs): a labelled layout graph with more kept configs keeps a fixed
-    random sample of that many (``solutions.gnn.engineered.sample_training_configs``); its scores then
-    no longer cover the file's configs, so never pass it for a graph to be predicted.
+    Pruned with ``transform`` (None: not), and with ``engineered`` each kept config's engineered
+    features (``solutions.gnn.engineered``). ``max_configs`` (training graphs): a labelled graph with
+    more kept configs keeps a fixed random sample of that many
+    (``solutions.gnn.engineered.sample_training_configs``); its scores then no longer cover the file's
+    configs, so never pass it for a graph to be predicted.
     """
-    def layout() -> LayoutExample:
-        cache = getattr(graph, "cache", None)  # a graph read through the processed cache
-        if cache is not None:
-            example = cached_layout_example(row_id, cache, prune=prune, compress=compress,
-                                            transform=transform, find_tied=find_tied)
-        else:
-            example = layout_example(row_id, graph, prune=prune, compress=compress, transform=transform,
-                                     find_tied=find_tied)
-        if node_work:
-            example.inputs.node_weight = torch.from_numpy(work_shares(graph))
-        rows = kept_configs(example.config_inverse)  # a file config of each kept one (None: all)
-        if max_configs is not None and example.runtime is not None and example.num_configs > max_configs:
-            keep = sample_training_configs(example.num_configs, max_configs)
-            rows = keep if rows is None else rows[keep]
-            example = replace(example, configs=example.configs.keep(keep), runtime=example.runtime[keep],
-                              config_inverse=None)
-        if engineered:
-            try:
-                example.engineered = engineered_layout_features(graph, rows)
-            finally:
-                if cache is not None:
-                    cache.close()  # the pass over the configs mapped them all; release them
-        return example
-
-    examples = {"tile": lambda: tile_example(row_id, graph, compress=compress, geometry=tile_geometry),
-                "layout": layout}
-    if graph.task.name not in examples:
-        raise ValueError(f"{row_id}: the gnn has no example for {graph.task.name} graphs; it models "
-                         f"{', '.join(examples)}")
-    return examples[graph.task.name]()
+    cache = getattr(graph, "cache", None)  # a graph read through the processed cache
+    if cache is not None:
+        example = cached_layout_example(row_id, cache, transform=transform, compress=compress)
+    else:
+        example = layout_example(row_id, graph, transform=transform, compress=compress)
+    rows = kept_configs(example.config_inverse)  # a file config of each kept one (None: all)
+    if max_configs is not None and example.runtime is not None and example.num_configs > max_configs:
+        keep = sample_training_configs(example.num_configs, max_configs)
+        rows = keep if rows is None else rows[keep]
+        example = replace(example, configs=example.configs.keep(keep), runtime=example.runtime[keep],
+                          config_inverse=None)
+    if engineered:
+        try:
+            example.engineered = engineered_layout_features(graph, rows)
+        finally:
+            if cache is not None:
+                cache.close()  # the pass over the configs mapped them all; release them
+    return example
 
 
-def load_examples(graphs: Iterable[tuple[str, TileGraph | LayoutGraph]], *, prune: bool, compress: bool,
-                  transform: GraphTransform | None = None) -> list[TileExample | LayoutExample]:
+def make_example(row_id: str, graph: TileGraph | LayoutGraph, *, transform: GraphTransform | None,
+                 compress: bool, engineered: bool = False,
+                 max_configs: int | None = None) -> TileExample | LayoutExample:
+    """The example of one graph: ``full_layout_example`` for a graph with a config per configurable node
+    (the arguments are its own), ``tile_example`` for one with a config per graph (never pruned)."""
+    if graph.task.config_per_node:
+        return full_layout_example(row_id, graph, transform=transform, compress=compress,
+                                   engineered=engineered, max_configs=max_configs)
+    return tile_example(row_id, graph, compress=compress)
+
+
+def load_examples(graphs: Iterable[tuple[str, TileGraph | LayoutGraph]], *, transform: GraphTransform | None,
+                  compress: bool) -> list[TileExample | LayoutExample]:
     """``make_example`` over ``(row_id, graph)`` pairs, e.g. a ``SplitSource``."""
-    return [make_example(row_id, graph, prune=prune, compress=compress, transform=transform)
-            for row_id, graph in graphs]
+    return [make_example(row_id, graph, transform=transform, compress=compress) for row_id, graph in graphs]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -465,7 +404,7 @@ class TileBatch:
     node_opcode: torch.Tensor  # (N,) int64
     edge_index: torch.Tensor  # (2, M) int64, offset per graph
     ptr: torch.Tensor  # (G + 1,) int64: graph g owns nodes ptr[g]:ptr[g + 1]
-    config_feat: torch.Tensor  # (B, 24 [+ TILE_GEOMETRY_COLUMNS]) float32
+    config_feat: torch.Tensor  # (B, config_vector_width(task)) float32
     config_graph: torch.Tensor  # (B,) int64: graph of each config
     runtime: torch.Tensor | None  # (B,) float64 or None
 

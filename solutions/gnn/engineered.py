@@ -1,5 +1,5 @@
 """The layout gnn's engineered config features (``GNNConfig.engineered_features``) and the sample of
-configs a large training graph keeps (``GNNConfig.max_train_configs``).
+configs a large training graph keeps (``GNNConfig.layout_max_train_configs``).
 
 The features are the gbdt ranker's per-config layout features (``solutions.features.layout``) as
 z-scores within the graph: graph-relative, so the same value means the same thing in a program whose
@@ -27,7 +27,8 @@ def engineered_layout_features(graph: LayoutGraph, configs: np.ndarray | None = 
     graph, over ``configs`` (default: all): (c', ENGINEERED_LAYOUT_COLUMNS) float32.
 
     Read on the unpruned graph (the features look at every producer and consumer); see the module
-    docstring for why graph-relative (docs/synthetic-data.md, "Version 3 and graph-relative features").
+    docstring for why graph-relative (docs/journal/2026-11-27-what-real-runtimes-teach.md, "Version 3
+    and graph-relative features").
     """
     values = standardized(layout_features(graph, configs=configs))
     return torch.from_numpy(np.clip(values, -ENGINEERED_Z_LIMIT, ENGINEERED_Z_LIMIT).astype(np.float32))
@@ -35,11 +36,10 @@ def engineered_layout_features(graph: LayoutGraph, configs: np.ndarray | None = 
 
 def sample_training_configs(num_configs: int, size: int) -> np.ndarray:
     """The fixed sample (sorted, the same every run) of ``size`` of a training graph's ``num_configs``
-    kept configs. Training draws ``configs_per_graph`` x ``layout_epochs`` configs of a graph (1,440 at
-    the defaults; up to 8 times that in a split of fewer than ``min_epoch_steps`` graphs), so a sample of
-    a few thousand holds about what training would see anyway, and the per-config work done before
-    training (the engineered features: ~4 ms per config on a 2,250-node graph) stays bounded on graphs
-    of 100,000 configs. The same sample for every seed."""
+    kept configs. Training draws ``layout_configs_per_graph`` x ``layout_epochs`` configs of a graph
+    (more in a split of fewer than ``layout_min_epoch_steps`` graphs), so a sample of a few thousand
+    holds about what training would see anyway, and the per-config work done before training (the
+    engineered features) stays bounded on graphs of 100,000 configs. The same sample for every seed."""
     return np.sort(np.random.default_rng(0).choice(num_configs, size=size, replace=False))
 
 

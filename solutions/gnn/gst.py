@@ -15,7 +15,7 @@ not is sorted first), so most edges stay inside a segment. When the graph's HLO 
 order; a larger computation is cut into equal runs. Message passing runs inside a segment only
 (edges between segments are cut during training).
 
-**A step** (``gst_layout_loss``): sample ``configs_per_graph`` configs as usual, pick
+**A step** (``gst_layout_loss``): sample ``layout_configs_per_graph`` configs as usual, pick
 ``segments_per_step`` segments at random, and run them with gradients: each gives per config the
 mean and the max of its node states, which is all the model's pooling needs (the graph's mean is
 the size-weighted mean of segment means, its max the max of segment maxes). Every other segment

@@ -53,12 +53,12 @@ from torch_geometric.nn import SAGEConv
 
 from competition.data.compact import LAYOUT_SLOTS
 from competition.data.graphs import MAX_OPCODE
-from competition.tasks import LAYOUT, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM
+from competition.tasks import LAYOUT, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM, Task
 from solutions.accel import segment
 from solutions.features.layout import layout_feature_names
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.gnn.config_store import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW
-from solutions.gnn.data import LayoutInputs, TileBatch
+from solutions.gnn.data import LayoutInputs, TileBatch, config_vector_width
 from solutions.gnn.engineered import ENGINEERED_LAYOUT_COLUMNS
 from solutions.gnn.settings import FUSIONS, GNNConfig
 
@@ -200,26 +200,21 @@ class LayoutRanker(nn.Module):
         config_layers: intermediate fusion: layers mixing the rows of linked configurable nodes.
         config_attention: one cross-config attention block before the head.
         attention_context: configs of a graph the others attend to at prediction.
-        tied_links: intermediate fusion: also mix the rows of tied configurable nodes (the same row in
-            every config of the graph) with the first node of their group.
         engineered_features: columns of each config's engineered features (0: none). An MLP of them
             (``LayoutExample.engineered``: z-scores within the graph) is added to the config's pooled
             state, before attention and the head.
         heuristic_prior: added times the configs' heuristic_log_cost z-scores to their scores (``prior``).
-        work_pooling: intermediate fusion: the pooled mean weighs each configurable node by its share of
-            the graph's roofline time (``work_pool``; the inputs then carry ``node_weight``).
 
     Shapes (forward): ``LayoutInputs`` of a graph with n nodes and nc configurable nodes, digits
     (B, nc, 18) int64 in 0..6 (``ConfigStore.digits``), engineered (B, engineered_features) float32 or
     None -> (B,) scores, lower = faster.
     """
 
-    task = LAYOUT  # the task kind whose graphs it ranks
+    task: Task = LAYOUT  # the task kind whose graphs it ranks (from_settings sets the collection's)
 
     def __init__(self, *, hidden: int, layers: int, dropout: float, row_features: bool, fusion: str,
                  config_layers: int, config_attention: bool, attention_context: int,
-                 tied_links: bool, engineered_features: int = 0, heuristic_prior: float = 0.0,
-                 work_pooling: bool = False) -> None:
+                 engineered_features: int = 0, heuristic_prior: float = 0.0) -> None:
         super().__init__()
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
@@ -227,7 +222,6 @@ class LayoutRanker(nn.Module):
         self.row_features = row_features
         self.fusion = fusion
         self.attention_context = attention_context
-        self.tied_links = tied_links
         self.config_layers = nn.ModuleList(
             BidirectionalSAGE(hidden, dropout)
             for _ in range(config_layers if fusion == "intermediate" else 0))
@@ -245,19 +239,19 @@ class LayoutRanker(nn.Module):
         if heuristic_prior and engineered_features != ENGINEERED_LAYOUT_COLUMNS:
             raise ValueError("heuristic_prior reads the engineered heuristic_log_cost column")
         self.heuristic_prior = float(heuristic_prior)
-        if work_pooling and fusion != "intermediate":
-            raise ValueError("work_pooling weighs the configurable nodes that intermediate fusion pools")
-        self.work_pooling = work_pooling
 
     @classmethod
-    def from_settings(cls, config: GNNConfig) -> LayoutRanker:
-        """The layout model a ``GNNConfig`` describes (attention context: ``configs_per_graph``)."""
-        return cls(hidden=config.hidden, layers=config.layers, dropout=config.dropout,
-                   row_features=config.row_features, fusion=config.fusion, config_layers=config.config_layers,
-                   config_attention=config.config_attention, attention_context=config.configs_per_graph,
-                   tied_links=config.tied_links,
-                   engineered_features=ENGINEERED_LAYOUT_COLUMNS if config.engineered_features else 0,
-                   heuristic_prior=config.heuristic_prior, work_pooling=config.work_pooling)
+    def from_settings(cls, config: GNNConfig, task: Task = LAYOUT) -> LayoutRanker:
+        """The model of ``task``'s graphs a ``GNNConfig`` describes (attention context:
+        ``layout_configs_per_graph``)."""
+        model = cls(hidden=config.hidden, layers=config.layers, dropout=config.dropout,
+                    row_features=config.row_features, fusion=config.fusion,
+                    config_layers=config.config_layers, config_attention=config.config_attention,
+                    attention_context=config.layout_configs_per_graph,
+                    engineered_features=ENGINEERED_LAYOUT_COLUMNS if config.engineered_features else 0,
+                    heuristic_prior=config.heuristic_prior)
+        model.task = task
+        return model
 
     def encode_nodes(self, inputs: LayoutInputs) -> torch.Tensor:
         """The config-independent part, computed once per graph: -> (n, h).
@@ -326,35 +320,23 @@ class LayoutRanker(nn.Module):
         x = graph_state[inputs.config_node_ids].unsqueeze(0) + self.encode_configs(
             inputs, graph_state, digits, dedup_rows=dedup_rows)
         if len(self.config_layers):
-            links = inputs.config_links(tied=self.tied_links)
+            links = inputs.config_links()
             for layer in self.config_layers:
                 x = layer(x, links)
         return x
 
     def pool_configs(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
                      dedup_rows: bool = True, engineered: torch.Tensor | None = None) -> torch.Tensor:
-        """Each config's pooled ``[mean, max]`` state (the mean weighed by work with ``work_pooling``; its
-        engineered features added, when the model reads them): ``encode_nodes``'s (n, h), (B, nc, 18),
-        (B, F) -> (B, 2h)."""
+        """Each config's pooled ``[mean, max]`` state (its engineered features added, when the model reads
+        them): ``encode_nodes``'s (n, h), (B, nc, 18), (B, F) -> (B, 2h)."""
         if self.fusion == "early":
             pooled = mean_max_pool(self.propagate(inputs, node_state, digits, dedup_rows=dedup_rows), dim=1)
         elif not digits.shape[1]:  # no configurable node: every config is the same graph
             pooled = mean_max_pool(node_state, dim=0).expand(digits.shape[0], -1)
         else:
             states = self.configurable_states(inputs, node_state, digits, dedup_rows=dedup_rows)
-            pooled = self.work_pool(inputs, states) if self.work_pooling else mean_max_pool(states, dim=1)
+            pooled = mean_max_pool(states, dim=1)
         return self.add_engineered(pooled, engineered)
-
-    def work_pool(self, inputs: LayoutInputs, states: torch.Tensor) -> torch.Tensor:
-        """``[weighted mean, max]`` of the configurable nodes' states (B, nc, h) -> (B, 2h), each node
-        weighted by its share of the graph's roofline time (``LayoutInputs.node_weight``): a node's
-        change of layout then moves the pooled state in proportion to the work behind it, as the
-        heuristic's roofline weighs it, instead of a group of 15 light nodes outweighing one heavy one."""
-        if inputs.node_weight is None:
-            raise ValueError("this layout model pools by work (work_pooling) and was given no node weights; "
-                             "build the examples with make_example(..., node_work=True)")
-        weighted = (states * inputs.node_weight[None, :, None]).sum(dim=1)
-        return torch.cat([weighted, states.amax(dim=1)], dim=-1)
 
     def add_engineered(self, pooled: torch.Tensor, engineered: torch.Tensor | None) -> torch.Tensor:
         """``pooled`` (B, 2h) plus the MLP of the configs' engineered features (B, F), for a model that
@@ -405,13 +387,14 @@ class TileRanker(nn.Module):
         hidden: width h of every node state.
         layers: message-passing layers.
         dropout: dropout inside the layers and the head.
-        config_dim: columns of a config's features (24, more with the engineered tiling columns).
+        config_dim: columns of a config's features (``config_vector_width`` of its task).
 
     Shapes (forward): a ``TileBatch`` of G kernels and B configs -> (B,) scores, lower = faster.
     ``encode_graphs`` gives the (G, 3h) kernel embeddings ([mean, max, output node]).
     """
 
-    task = TILE  # the task kind whose graphs it ranks
+    task: Task = TILE  # the task kind whose graphs it ranks (from_settings sets the collection's)
+    engineered_features = 0  # reads no engineered layout columns
 
     def __init__(self, *, hidden: int, layers: int, dropout: float,
                  config_dim: int = TILE_CONFIG_DIM) -> None:
@@ -424,9 +407,13 @@ class TileRanker(nn.Module):
         self.head = mlp([3 * hidden, 2 * hidden, hidden, 1], dropout=dropout)
 
     @classmethod
-    def from_settings(cls, config: GNNConfig, config_dim: int = TILE_CONFIG_DIM) -> TileRanker:
-        """The tile model a ``GNNConfig`` describes; ``config_dim``: columns of a config's features."""
-        return cls(hidden=config.hidden, layers=config.layers, dropout=config.dropout, config_dim=config_dim)
+    def from_settings(cls, config: GNNConfig, task: Task = TILE) -> TileRanker:
+        """The model of ``task``'s graphs a ``GNNConfig`` describes (``config_vector_width(task)``
+        columns per config)."""
+        model = cls(hidden=config.hidden, layers=config.layers, dropout=config.dropout,
+                    config_dim=config_vector_width(task))
+        model.task = task
+        return model
 
     def encode_graphs(self, node_feat: torch.Tensor, node_opcode: torch.Tensor, edge_index: torch.Tensor,
                       ptr: torch.Tensor) -> torch.Tensor:

@@ -16,54 +16,32 @@ from competition.collections import Collection, get_collection
 from competition.data.graphs import Graph, load_graph
 from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
-from competition.tasks import TILE_CONFIG_DIM, Task
-from solutions import distributed, heuristic_blend
-from solutions.features.engineered import FEATURE_VERSION, FEATURES, changes_since
+from competition.tasks import Task
+from solutions import distributed
+from solutions.features.engineered import FEATURE_VERSION
 from solutions.features.layout import layout_feature_names
-from solutions.gnn.data import TILE_GEOMETRY_COLUMNS, LayoutExample, TileExample, make_example
-from solutions.gnn.model import HEURISTIC_COLUMN, LayoutRanker, TileRanker
-from solutions.gnn.settings import GNNConfig
-from solutions.gnn.train import TrainResult, layout_selection_sample, predict_layout, predict_tile, train
+from solutions.gnn.data import LayoutExample, TileExample, make_example
+from solutions.gnn.model import LayoutRanker, TileRanker
+from solutions.gnn.settings import SETTINGS, GNNConfig
+from solutions.gnn.train import KindPlan, TrainResult, kind_plan, train
 from solutions.method import (
     FitOptions,
     SavedModelError,
     SplitSource,
     read_saved_json,
+    retrain_command,
     unreadable_model_file,
-    with_random_search,
 )
-from solutions.pruning import NO_PRUNING, GraphTransform, PruningNameError, parse_pruning
-from solutions.selection import (
-    CROSS_VALIDATION,
-    SelectionPlan,
-    cv_fold_of,
-    min_configs,
-    plan_selection,
-    selection_examples,
-)
+from solutions.pruning import GraphTransform, parse_pruning
+from solutions.selection import CROSS_VALIDATION, SelectionPlan, cv_fold_of, min_configs, plan_selection
 from solutions.settings import SettingError, check_names
 
 MODEL_FILE = "gnn.pt"
 META_FILE = "gnn.json"
-# 4: config also records the layout model's fusion and cross-config attention ("fusion",
-# "config_layers", "config_attention") and whether tile models read the engineered tiling columns
-# ("tile_geometry"); older models (still read) had none of these.
-# 3 (still read): config also records the training mode ("training": "full" or "gst", and the GST settings).
-# 2 (still read; trained full-graph): config["pruning"] records the pruning name. 1 (still read): only
-# "prune" and the transform's long name, which was always OneHop's, since every version-1 kit pruned
-# with OneHop.
-FORMAT_VERSION = 4
-# A model that blends in the heuristic's order (heuristic_blend) is written as version 5, which kits
-# that would drop the weight refuse; every other model stays readable by them as version 4.
-BLEND_FORMAT_VERSION = 5
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
-BLEND_CONFIGS = 1024  # heuristic_blend: configs of each valid graph its weight is chosen on
-# the model every version < 4 saved: early fusion, no attention, raw tile config features
-BEFORE_VERSION_4 = {"fusion": "early", "config_attention": False, "tile_geometry": False}
-# Settings added after a model format was fixed: a saved config without one was trained without it,
-# whatever the default has become since.
-ADDED_SETTINGS = {"engineered_features": False, "work_pooling": False}
-LEGACY_PRUNING = {"one_hop": "onehop"}  # version 1's "pruning" field (transform.name) -> pruning name
+# The one saved-model format this kit reads and writes (gnn.json: the resolved settings, the collection,
+# the training facts; gnn.pt: the weights). A file of any other format is refused, naming the command
+# that retrains it.
+FORMAT_VERSION = 6
 
 
 @contextmanager
@@ -112,18 +90,18 @@ class GNNRanker:
     """Message passing over the computation graph with a ranking loss (``solutions.gnn``).
 
     Arguments:
-        config: a ``GNNConfig``; keyword arguments override single fields
-            (``GNNRanker(layout_epochs=40, hidden=128)``), which is how ``tpugraphs solve --param``
-            reaches them.
+        config: a ``GNNConfig`` (its class defaults when None); keyword arguments override single fields
+            (``GNNRanker(layout_epochs=40, hidden=128)``). ``GNNRanker.for_collection(collection,
+            **params)`` starts from the collection's defaults (``solutions.gnn.settings.SETTINGS``), as
+            ``tpugraphs solve`` does.
 
     ``fit`` prunes layout graphs with the ``pruning`` setting (``config.pruning``, default ``onehop``;
     ``--no-prune`` is ``pruning=none``), the one holder of the pruning, and uses ``options.compress`` (config
     deduplication, packed config storage, distinct (node, row) pairs computed once),
     ``options.device``, ``options.seed``, ``options.progress`` and ``options.time_budget_s``;
     ``predict`` preprocesses each graph the same way the training graphs were. ``save`` records the
-    pruning the model was trained with and ``load`` rebuilds it, so a saved model predicts with its
-    own pruning whatever the kit's default has become (or is refused, naming the file, when this kit
-    does not know that pruning).
+    settings the model was trained with (its pruning among them) and ``load`` rebuilds them, so a saved
+    model predicts with its own pruning whatever the kit's default has become.
 
     With ``options.cache_dir``, layout train and valid graphs are read through the processed cache
     (``competition.data.processed_cache``, built once per file under
@@ -142,45 +120,28 @@ class GNNRanker:
     """
 
     name = "gnn"
-    settings_class = GNNConfig  # the schema of --param (solutions.settings)
-
-    @classmethod
-    def param_table(cls) -> tuple[list, str]:
-        """The settings ``--param`` accepts, for ``tpugraphs solve --list-params``."""
-        from solutions.gnn.settings import COLLECTION_DEFAULTS
-        from solutions.params import describe
-
-        differ = [f"{name}: " + ", ".join(f"{k}={v!r}" for k, v in values.items())
-                  for name, values in COLLECTION_DEFAULTS.items() if values]
-        note = ("collections that start from other defaults (a --param still wins):\n  " + "\n  ".join(differ)
-                if differ else "")
-        return describe(GNNConfig), note
+    settings = SETTINGS  # the settings and where each collection starts from (solutions.settings)
 
     def __init__(self, config: GNNConfig | None = None, **params: object) -> None:
-        check_names(GNNConfig, params, self.name)  # SettingError naming the closest setting
-        # each value checked by the schema (SettingError)
+        """``config`` (the class defaults when None) with ``params`` on top, each checked by the schema
+        (``SettingError`` naming the closest setting); ``for_collection`` starts from a collection's
+        defaults instead."""
+        check_names(GNNConfig, params, self.name)
         self.config = replace(config or GNNConfig(), **params)
-        # Without a whole config, fit starts from the collection's defaults (COLLECTION_DEFAULTS) with
-        # these settings on top; a config given whole is used as it is.
-        self.overrides: dict | None = dict(params) if config is None else None
         self.model: LayoutRanker | TileRanker | None = None
         self.collection: Collection | None = None
+        self.plan: KindPlan | None = None  # what differs by the collection's kind (set by fit and load)
         self.compress = True
         self.device = torch.device("cpu")
         self.result: TrainResult | None = None
         self.pruning_summary: dict | None = None
         self.selection: dict | None = None  # how the epoch was chosen (SelectionPlan.to_json, + cv figures)
-        self.trained_on: list[str] = []  # the collections whose train graphs the model learned from
-        # heuristic_blend: the weight of the heuristic's order in the ranking (0: the network's own), and
-        # each weight's mean validation score (None: not chosen)
-        self.blend_weight = 0.0
-        self.blend_scores: dict[float, float] | None = None
 
     @classmethod
-    def settings_for(cls, collection_name: str, params: dict) -> GNNConfig:
-        """The settings ``fit`` will use on a collection with these ``--param`` values (checked now)."""
-        check_names(GNNConfig, params, cls.name)
-        return GNNConfig.for_collection(collection_name, **params)
+    def for_collection(cls, collection: Collection, **params: object) -> GNNRanker:
+        """A ranker with the settings ``collection`` is fitted with (``SETTINGS.resolve``: its defaults,
+        then ``params``)."""
+        return cls(SETTINGS.resolve(collection, params))
 
     @property
     def transform(self) -> GraphTransform | None:
@@ -189,22 +150,19 @@ class GNNRanker:
 
     @property
     def training_mode(self) -> str:
-        """``full`` or ``gst``: segment training needs configs per node (tile models train full-graph)."""
-        per_graph = self.collection is not None and not self.collection.task.config_per_node
-        return "full" if per_graph else self.config.training
+        """``full`` or ``gst``: segment training applies to graphs with configs per node only."""
+        segments = self.plan is None or self.plan.segment_training
+        return self.config.training if segments else "full"
 
     # -- RankingMethod -------------------------------------------------------------------------
 
     def fit(self, collection: Collection, train_split: SplitSource, valid: SplitSource,
             options: FitOptions) -> None:
-        if self.overrides is not None:
-            self.config = GNNConfig.for_collection(collection.name, **self.overrides)
+        """Load the examples, choose how the epoch is selected, train (``solutions.gnn.train``)."""
         self.collection, self.compress = collection, options.compress
+        self.plan = kind_plan(collection.task, self.config)
         self.device = resolve_device(options.device)
         world = distributed.current()
-        if self.config.learn_from_random_search:
-            train_split = with_random_search(train_split)
-        self.trained_on = train_split.collection_names
         with _torch_threads(self.config.num_threads), seeded(options.seed):
             train_examples = self._load(train_split, options, "train", world)
             valid_examples = self._load(valid, options, "valid", world)
@@ -231,22 +189,6 @@ class GNNRanker:
                 stop_after=stop_after,
             )
             self.model.load_state_dict(self.result.best_state)
-            if self.config.heuristic_blend and isinstance(self.model, LayoutRanker):
-                self._choose_blend(collection, valid_examples, options.seed)
-
-    def _choose_blend(self, collection: Collection, examples: list, seed: int) -> None:
-        """``heuristic_blend``: the weight whose blend of the network's order and the heuristic's scores
-        the valid graphs (every process's; ``BLEND_CONFIGS`` configs of each at most) best."""
-        rng = np.random.default_rng([seed, 11])  # a fixed sample, apart from the one selection drew
-        sampled = [layout_selection_sample(e, BLEND_CONFIGS, rng)
-                   for e in selection_examples(examples, collection.task)]
-        batch, dedup = self.config.predict_batch_nodes, self.compress
-        graphs = [(predict_layout(self.model, e, device=self.device, batch_nodes=batch, dedup_rows=dedup),
-                   e.engineered[:, HEURISTIC_COLUMN].numpy(), e.runtime.numpy()) for e in sampled]
-        *totals, count = distributed.all_sum([*heuristic_blend.score_sums(collection.task, graphs),
-                                              float(len(graphs))])
-        self.blend_weight, means = heuristic_blend.best_weight(totals, count)
-        self.blend_scores = means or None  # None: no valid graph to choose on, the network's own order
 
     def _cross_validated_epoch(self, collection: Collection, examples: list, options: FitOptions,
                                budget: _Budget) -> tuple[int | None, int, float | None]:
@@ -276,35 +218,25 @@ class GNNRanker:
         return best, len(curves), mean[best]
 
     def predict(self, collection: Collection, graph: Graph) -> np.ndarray:
-        if self.model is None:
+        if self.model is None or self.plan is None:
             raise RuntimeError("GNNRanker.predict called before fit or load")
         if self.collection is not None and collection.task != self.collection.task:
             raise ValueError(f"this model was trained on {self.collection.name}; it cannot rank "
                              f"{collection.name} graphs")
         with _torch_threads(self.config.num_threads):
-            transform = self.transform
-            example = make_example("", graph, prune=transform is not None, compress=self.compress,
-                                   transform=transform, tile_geometry=self.config.tile_geometry,
-                                   find_tied=self.config.tied_links,
-                                   engineered=self.config.engineered_features,
-                                   node_work=self.config.work_pooling)
-            if isinstance(example, TileExample):
-                scores = predict_tile(self.model, example, device=self.device)
-            else:
-                scores = predict_layout(self.model, example, device=self.device,
-                                        batch_nodes=self.config.predict_batch_nodes, dedup_rows=self.compress)
-                if self.blend_weight:
-                    scores = heuristic_blend.blend(scores, example.engineered[:, HEURISTIC_COLUMN].numpy(),
-                                                   self.blend_weight)
+            example = make_example("", graph, transform=self.transform, compress=self.compress,
+                                   engineered=self.config.engineered_features)
+            scores = self.plan.predict(self.model, example, device=self.device,
+                                       batch_nodes=self.config.predict_batch_nodes, dedup_rows=self.compress)
         return example.expand(scores)
 
     def save(self, path: Path) -> None:
-        """Write ``gnn.pt`` (weights) and ``gnn.json`` (settings, collection, training history) into ``path``.
+        """Write ``gnn.pt`` (weights) and ``gnn.json`` (the resolved settings, the collection, the training
+        facts) into ``path``.
 
-        ``config.pruning`` in ``gnn.json`` is the pruning the model was trained with (``none`` after
-        ``--no-prune``); ``pruning`` is that transform's full name, for readers (None for tile models).
-        ``config`` holds every setting as the schema checked it (``solutions.gnn.settings``); ``load``
-        checks it again, so a hand-edited file is refused naming the setting.
+        ``config`` holds every setting as the schema checked it (``solutions.gnn.settings``; the pruning
+        the model was trained with is ``config.pruning``); ``load`` checks it again, so a hand-edited
+        file is refused naming the setting.
         """
         if self.model is None or self.collection is None:
             raise RuntimeError("GNNRanker.save called before fit")
@@ -312,12 +244,9 @@ class GNNRanker:
         path.mkdir(parents=True, exist_ok=True)
         torch.save({k: v.detach().cpu() for k, v in self.model.state_dict().items()}, path / MODEL_FILE)
         meta = {
-            "format_version": BLEND_FORMAT_VERSION if self.blend_weight else FORMAT_VERSION,
+            "format_version": FORMAT_VERSION,
             "method": self.name,
             "collection": self.collection.name,
-            "prune": self.transform is not None,
-            "pruning": self.transform.name
-            if self.transform is not None and self.collection.task.config_per_node else None,
             "compress": self.compress,
             "config": self.config.to_dict(),
             "training": None if self.result is None else {
@@ -327,44 +256,43 @@ class GNNRanker:
                 "mode": self.training_mode, "world_size": self.result.world_size, "gst": self.result.gst,
             },
             "pruning_summary": self.pruning_summary,
-            "heuristic_blend": self._blend_facts(),
         }
-        if isinstance(self.model, LayoutRanker) and self.model.engineered is not None:
+        if self.model.engineered_features:
             meta["engineered_columns"] = engineered_columns()
         (path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
     def load(cls, path: Path) -> GNNRanker:
-        """Read what ``save`` wrote; predicts on the CPU (``set_device`` to move it).
-
-        The model predicts with the pruning it was trained with, read from the file (never the current
-        default). ``SavedModelError`` (naming the file) for a format version or a pruning name this
-        kit does not know.
-        """
+        """Read what ``save`` wrote; predicts on the CPU (``set_device`` to move it), with the settings
+        (the pruning among them) read from the file. ``SavedModelError``, one line naming the file, what
+        differs and the command that retrains the model, for another format or feature version or a
+        setting this kit refuses."""
         path = Path(path)
         meta_path, model_path = path / META_FILE, path / MODEL_FILE
         if not meta_path.is_file() or not model_path.is_file():
             raise FileNotFoundError(f"{path}: no saved gnn model here (expected {META_FILE} and "
                                     f"{MODEL_FILE})")
         meta = read_saved_json(meta_path)
-        if meta.get("format_version") not in READABLE_VERSIONS:
-            raise SavedModelError(f"{meta_path}: format version {meta.get('format_version')!r}; "
-                                  f"this kit reads {', '.join(map(str, READABLE_VERSIONS))}")
-        config = {**ADDED_SETTINGS, **meta["config"]}
-        config["pruning"] = _saved_pruning(meta, meta_path)
-        if meta["format_version"] < 4:  # whatever today's defaults, these models had no fusion choice
-            config.update(BEFORE_VERSION_4)
+        retrain = retrain_command(cls.name, meta.get("collection"))
+        version = meta.get("format_version")
+        if version != FORMAT_VERSION:
+            raise SavedModelError(f"{meta_path}: a gnn model of format version {version!r}; this kit reads "
+                                  f"format {FORMAT_VERSION} only; retrain it: {retrain}")
+        missing = [name for name in GNNConfig.field_names() if name not in (meta.get("config") or {})]
+        if missing:  # the file records every setting it was trained with; today's defaults never fill in
+            raise SavedModelError(f"{meta_path}: config lacks the setting{'s' if len(missing) > 1 else ''} "
+                                  f"{', '.join(missing)}; retrain it: {retrain}")
         try:
-            ranker = cls(GNNConfig(**config))
-        except (SettingError, TypeError) as exc:  # a hand-edited or foreign file
-            raise SavedModelError(f"{meta_path}: {exc}; retrain the model") from None
-        ranker.collection = get_collection(meta["collection"])
+            ranker = cls(GNNConfig(**meta["config"]))
+            ranker.collection = get_collection(meta["collection"])
+        except (SettingError, TypeError, ValueError) as exc:  # a hand-edited or foreign file
+            raise SavedModelError(f"{meta_path}: {exc}; retrain it: {retrain}") from None
         ranker.compress = bool(meta["compress"])
         ranker.pruning_summary = meta.get("pruning_summary")
+        ranker.plan = kind_plan(ranker.collection.task, ranker.config)
         ranker.model = ranker._build(ranker.collection)
-        if isinstance(ranker.model, LayoutRanker) and ranker.model.engineered is not None:
-            _check_engineered_columns(meta.get("engineered_columns"), meta_path)
-        ranker.blend_weight = _saved_blend_weight(meta, meta_path)
+        if ranker.model.engineered_features:
+            _check_engineered_columns(meta.get("engineered_columns"), meta_path, retrain)
         try:  # a truncated file, or the weights of another network
             ranker.model.load_state_dict(torch.load(model_path, map_location="cpu", weights_only=True))
         except Exception as exc:  # torch raises RuntimeError, EOFError or pickle's errors here
@@ -373,10 +301,9 @@ class GNNRanker:
         return ranker
 
     def summary(self) -> dict:
-        """Facts for the runner's report: training outcome and pruning totals."""
-        out: dict = {"prune": self.transform is not None, "pruning_name": self.config.pruning,
-                     "compress": self.compress, "pruning": self.pruning_summary,
-                     "training": self.training_mode, "trained_on": self.trained_on}
+        """Facts for the runner's report: training outcome and pruning (its name and totals)."""
+        out: dict = {"pruning": {"name": self.config.pruning, **(self.pruning_summary or {})},
+                     "compress": self.compress, "training": self.training_mode}
         if self.result is not None:
             out.update(best_epoch=self.result.best_epoch, selection_score=self.result.best_score,
                        steps=self.result.steps, train_seconds=round(self.result.seconds, 3),
@@ -386,15 +313,7 @@ class GNNRanker:
                 out["gst"] = self.result.gst
         if self.selection is not None:
             out["selection"] = self.selection
-        if self.config.heuristic_blend and isinstance(self.model, LayoutRanker):
-            out["heuristic_blend"] = self._blend_facts()
         return out
-
-    def _blend_facts(self) -> dict:
-        """The heuristic's weight in the ranking, and each weight's validation score (None: not chosen)."""
-        return {"weight": self.blend_weight,
-                "valid_scores": None if self.blend_scores is None
-                else {str(w): round(score, 6) for w, score in self.blend_scores.items()}}
 
     def set_device(self, device: str) -> None:
         """Predict on ``device`` from now on (after ``load``, which reads onto the CPU)."""
@@ -405,19 +324,8 @@ class GNNRanker:
     # -- helpers -------------------------------------------------------------------------------
 
     def _build(self, collection: Collection) -> LayoutRanker | TileRanker:
-        """The network of the collection's task kind (a table: a kind without one is refused)."""
-        builders = {"tile": self._tile_network, "layout": self._layout_network}
-        if collection.task.name not in builders:
-            raise ValueError(f"{collection.name}: the gnn has no network for {collection.task.name} graphs; "
-                             f"it models {', '.join(builders)}")
-        return builders[collection.task.name]()
-
-    def _tile_network(self) -> TileRanker:
-        config_dim = TILE_CONFIG_DIM + (TILE_GEOMETRY_COLUMNS if self.config.tile_geometry else 0)
-        return TileRanker.from_settings(self.config, config_dim)
-
-    def _layout_network(self) -> LayoutRanker:
-        return LayoutRanker.from_settings(self.config)
+        """The network of the collection's task kind (``KindPlan.network``)."""
+        return kind_plan(collection.task, self.config).network(self.config)
 
     def _load(self, source: SplitSource, options: FitOptions, split: str,
               world: distributed.World | None = None) -> list[LayoutExample | TileExample]:
@@ -430,12 +338,9 @@ class GNNRanker:
                           enabled=options.progress and world.main)
         transform = self.transform
         # Training and selection draw samples of a graph's configs: both get the capped examples.
-        return [make_example(row_id, graph, prune=transform is not None, compress=options.compress,
-                             transform=transform, tile_geometry=self.config.tile_geometry,
-                             find_tied=self.config.tied_links, engineered=self.config.engineered_features,
-                             node_work=self.config.work_pooling,
-                             max_configs=self.config.max_train_configs if self.config.engineered_features
-                             else None)
+        cap = self.config.layout_max_train_configs if self.config.engineered_features else None
+        return [make_example(row_id, graph, transform=transform, compress=options.compress,
+                             engineered=self.config.engineered_features, max_configs=cap)
                 for row_id, graph in graphs]
 
 
@@ -488,63 +393,21 @@ def engineered_columns() -> dict:
     return {"version": FEATURE_VERSION, "names": layout_feature_names()}
 
 
-def _check_engineered_columns(saved: dict | None, meta_path: Path) -> None:
+def _check_engineered_columns(saved: object, meta_path: Path, retrain: str) -> None:
     """SavedModelError unless the model's engineered features are the ones this kit computes."""
     now = engineered_columns()
-    same_names = isinstance(saved, dict) and saved.get("names") == now["names"]
-    if same_names and FEATURES.computes_the_same("layout", saved.get("version")):
+    if saved == now:
         return
-    if not isinstance(saved, dict):
-        raise SavedModelError(f"{meta_path}: the model reads engineered layout features but the file does "
-                              f"not record which; retrain the model")
-    names = list(saved.get("names") or [])
-    if same_names:  # the same columns, one of them computed differently since: say which
-        differs = changes_since("layout", saved.get("version")) or "the same columns"
-    else:
-        differs = next((f"column {i}: {a!r} saved, {b!r} now" for i, (a, b) in
-                        enumerate(zip(names, now["names"], strict=False)) if a != b),
-                       f"{len(names)} columns saved, {len(now['names'])} now")
-    raise SavedModelError(f"{meta_path}: trained on engineered layout features (version "
-                          f"{saved.get('version')!r}) that this kit computes differently (version "
-                          f"{now['version']}; {differs}); retrain the model")
-
-
-def _saved_blend_weight(meta: dict, meta_path: Path) -> float:
-    """The heuristic's weight in a saved model's ranking (0 before format 5 and without the setting);
-    SavedModelError for a weight that is not a non-negative number."""
-    facts = meta.get("heuristic_blend") or {}
-    weight = facts.get("weight", 0.0) if isinstance(facts, dict) else None
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
-        raise SavedModelError(f"{meta_path}: heuristic_blend.weight is {weight!r}, not a non-negative number "
-                              "(the heuristic's weight in the ranking); write the model again")
-    return float(weight)
-
-
-def _saved_pruning(meta: dict, meta_path: Path) -> str:
-    """The pruning name a saved model was trained with; SavedModelError when this kit cannot rebuild it."""
-    if meta["format_version"] == 1:  # before pruning was a setting: "prune" and the transform's long name
-        if not meta.get("prune"):
-            return NO_PRUNING
-        saved = meta.get("pruning")
-        name = "onehop" if saved is None else LEGACY_PRUNING.get(saved, saved)  # None: a tile model
-    else:
-        name = meta["config"].get("pruning")
-        if name is None:
-            raise SavedModelError(f"{meta_path}: no pruning recorded (config.pruning is missing); "
-                                  "retrain the model")
-    try:
-        parse_pruning(name)
-    except PruningNameError as exc:
-        raise SavedModelError(
-            f"{meta_path}: the model was trained with pruning {name!r}, which this kit cannot rebuild "
-            f"({str(exc).removeprefix(f'pruning {name!r}: ')}); retrain it, or predict with the kit that "
-            f"trained it") from None
-    return name
+    version = saved.get("version") if isinstance(saved, dict) else None
+    columns = "the same columns" if isinstance(saved, dict) and saved.get("names") == now["names"] else \
+        "other columns"
+    raise SavedModelError(f"{meta_path}: trained on engineered layout features of version {version!r} "
+                          f"({columns}); this kit computes version {now['version']}; retrain it: {retrain}")
 
 
 def _pruning_summary(examples: list) -> dict | None:
     """Total node and edge counts before and after pruning over the training graphs."""
-    stats = [e.pruning for e in examples if isinstance(e, LayoutExample) and e.pruning is not None]
+    stats = [e.pruning for e in examples if e.pruning is not None]
     if not stats:
         return None
     before_n, after_n = sum(s.nodes_before for s in stats), sum(s.nodes_after for s in stats)

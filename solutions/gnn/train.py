@@ -1,28 +1,23 @@
 """Training the GNN rankers: ranking losses, the loops, and batched prediction (settings: ``settings.py``).
 
-**Loss.** Two ranking losses. A pairwise hinge (``pairwise_hinge_loss``): for every pair of configs
-of the same graph whose runtimes differ, ``max(0, margin + s_faster - s_slower)``, averaged over the
-pairs; the closest smooth-ish surrogate of Kendall tau, which counts exactly these pairs, each with
-the same weight, and blind to the scale of the runtimes. Tied runtimes form no pair. ``ListMLE``
-(``listmle_loss``): the likelihood of the true order under a Plackett-Luce model, which weighs the
-top of the list more. The hinge is the default for every
-collection: on real graphs, trained within each graph, it ranked better than ListMLE with the same
-model (BENCHMARKS.md, "Real data"), on tile:xla ListMLE lost 0.014 of tile score, and on the
-embedded competition the two were within noise on the validation splits.
+**Loss.** A pairwise hinge (``pairwise_hinge_loss``): for every pair of configs of the same graph
+whose runtimes differ, ``max(0, margin + s_faster - s_slower)``, averaged over the pairs; the closest
+smooth-ish surrogate of Kendall tau, which counts exactly these pairs, each with the same weight, and
+blind to the scale of the runtimes. Tied runtimes form no pair (why the hinge: docs/defaults.md).
 
-**Steps.** Layout: one graph per step, ``configs_per_graph`` of its (distinct) configs sampled
-without replacement and scored in one batched pass. An epoch is one pass over the training graphs in
-a random order, and at least ``min_epoch_steps`` graph steps (over all processes; each process takes
-its share): a split of fewer graphs is passed over again within the epoch (each graph as often as the
-others, give or take one), so that a model trained on one real graph's configs still takes enough
-steps (BENCHMARKS.md, "Real data": within a real graph, 8 steps an epoch instead of 1 lifted the gnn
-by 0.00-0.07; the embedded competition's splits of 30-40 graphs are unchanged). Tile:
-``tile_graphs_per_step`` kernels per step as one disjoint graph, up to ``tile_configs_per_graph``
-configs of each; pairs only form within a kernel.
+**Steps.** What differs by kind is one ``KindPlan``, built once from the task
+(``kind_plan``). Graphs with a config per configurable node (layout): one graph per step,
+``layout_configs_per_graph`` of its (distinct) configs sampled without replacement and scored in one
+batched pass; an epoch is one pass over the training graphs in a random order, and at least
+``layout_min_epoch_steps`` graph steps (over all processes; each process takes its share): a split of
+fewer graphs is passed over again within the epoch (each graph as often as the others, give or take
+one), so that a model trained on one real graph's configs still takes enough steps. Graphs with one
+config per run (tile): ``tile_graphs_per_step`` kernels per step as one disjoint graph, up to
+``tile_configs_per_graph`` configs of each; pairs only form within a kernel.
 
 **Selection.** After every ``eval_every`` epochs the model is scored on the validation split with
 the official per-graph metric (``competition.metrics``; layout graphs on a fixed sample of at most
-``valid_configs`` configs so that selection stays cheap), and the best weights are kept. With
+``layout_valid_configs`` configs so that selection stays cheap), and the best weights are kept. With
 ``average_epochs`` what is scored and kept is an exponential moving average of the weights over
 about that many epochs (``torch.optim.swa_utils.AveragedModel``), which swings less between
 evaluations than the live weights and stays nearer the first steps' weights (docs/gnn.md, "Averaged
@@ -43,6 +38,7 @@ weights.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -89,32 +85,8 @@ def pairwise_hinge_loss(scores: torch.Tensor, runtimes: torch.Tensor, groups: to
     return cost[faster].mean()
 
 
-def listmle_loss(scores: torch.Tensor, runtimes: torch.Tensor,
-                 groups: torch.Tensor | None = None) -> torch.Tensor:
-    """ListMLE: negative log-likelihood of the true order under a Plackett-Luce model of ``-scores``.
-
-    Per group, with configs sorted fastest first, ``sum_i logsumexp(-s[i:]) - (-s[i])``, averaged
-    over the configs. Ties are broken by position. Zero only in the limit of perfectly separated
-    scores; always >= 0.
-
-    Shapes: scores (B,), runtimes (B,), groups (B,) or None -> scalar.
-    """
-    if groups is None:
-        groups = torch.zeros_like(scores, dtype=torch.int64)
-    total = scores.sum() * 0.0
-    for group in torch.unique(groups):
-        mask = groups == group
-        utility = -scores[mask][torch.argsort(runtimes[mask], stable=True)]  # fastest first
-        # log-sum-exp of each suffix: reverse, cumulative logsumexp, reverse back
-        suffix = torch.logcumsumexp(utility.flip(0), dim=0).flip(0)
-        total = total + (suffix - utility).sum()
-    return total / scores.shape[0]
-
-
 def ranking_loss(config: GNNConfig, scores: torch.Tensor, runtimes: torch.Tensor,
                  groups: torch.Tensor | None = None) -> torch.Tensor:
-    if config.loss == "listmle":
-        return listmle_loss(scores, runtimes, groups)
     return pairwise_hinge_loss(scores, runtimes, groups, margin=config.margin)
 
 
@@ -148,8 +120,10 @@ def predict_layout(model: LayoutRanker, example: LayoutExample, *, device: torch
 
 
 @torch.no_grad()
-def predict_tile(model: TileRanker, example: TileExample, *, device: torch.device) -> np.ndarray:
-    """Scores of every kept config of one kernel: -> (c,) float64."""
+def predict_tile(model: TileRanker, example: TileExample, *, device: torch.device, batch_nodes: int = 0,
+                 dedup_rows: bool = True) -> np.ndarray:
+    """Scores of every kept config of one kernel (a kernel is one pass: ``batch_nodes`` and
+    ``dedup_rows`` do not apply): -> (c,) float64."""
     model.eval()
     batch = tile_batch([example], [torch.arange(example.num_configs)]).to(device)
     return model(batch).cpu().double().numpy()
@@ -217,6 +191,51 @@ def _trainable(example: LayoutExample | TileExample) -> bool:
     return runtime is not None and runtime.numel() >= 2 and bool((runtime != runtime[0]).any())
 
 
+@dataclass(frozen=True)
+class KindPlan:
+    """What differs between task kinds in building, training and applying the gnn, chosen once from
+    the task (``kind_plan``): the methods below read it and never test a kind."""
+
+    network: Callable[[GNNConfig], LayoutRanker | TileRanker]  # builds the task's model from the settings
+    epochs: int
+    graphs_per_step: int
+    min_graphs_per_epoch: int  # an epoch passes over the graphs again up to this many (0: once)
+    valid_configs: int | None  # configs of a validation graph scored in selection (None: all)
+    step: Callable[..., torch.Tensor]  # (model, [(index, example)], config, rng, device, dedup_rows) -> loss
+    predict: Callable[..., np.ndarray]  # predict_layout or predict_tile
+    segment_training: bool  # Graph Segment Training applies (it segments per-node configs)
+
+
+def kind_plan(task: Task, config: GNNConfig) -> KindPlan:
+    """The plan of ``task``'s graphs: one config per configurable node (layout) or per graph (tile)."""
+    if task.config_per_node:
+        return KindPlan(functools.partial(LayoutRanker.from_settings, task=task), config.layout_epochs, 1,
+                        config.layout_min_epoch_steps, config.layout_valid_configs, _layout_step,
+                        predict_layout, True)
+    return KindPlan(functools.partial(TileRanker.from_settings, task=task), config.tile_epochs,
+                    config.tile_graphs_per_step, 0, None, _tile_step, predict_tile, False)
+
+
+@dataclass
+class _Run:
+    """One training run's moving parts (what ``train`` sets up and ``_epoch`` uses)."""
+
+    model: LayoutRanker | TileRanker
+    examples: list
+    config: GNNConfig
+    plan: KindPlan
+    rng: np.random.Generator
+    device: torch.device
+    dedup_rows: bool
+    most: int  # the most training graphs any process holds
+    steps_per_epoch: int
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    step: torch.nn.Module
+    averaged: torch.optim.swa_utils.AveragedModel | None
+    gst: SegmentTraining | None
+
+
 def train(
     model: LayoutRanker | TileRanker,
     train_examples: Sequence[LayoutExample | TileExample],
@@ -234,101 +253,40 @@ def train(
 ) -> TrainResult:
     """Train ``model`` with the ranking loss and keep the weights with the best validation score.
 
-    Layout or tile is judged from the model. ``valid_examples`` must be labeled; layout ones are
-    subsampled to ``config.valid_configs`` configs each (fixed by ``seed``). ``table_dir``: where
-    Graph Segment Training keeps its embedding tables (None: in memory). ``stop_after``: end after
-    this epoch and keep its weights (the learning-rate schedule still planned for every epoch), how a
-    cross-validated epoch count is refitted.
+    What differs by kind comes from ``kind_plan(model.task, config)``. ``valid_examples`` must be
+    labeled; layout ones are subsampled to ``config.layout_valid_configs`` configs each (fixed by
+    ``seed``). ``table_dir``: where Graph Segment Training keeps its embedding tables (None: in memory).
+    ``stop_after``: end after this epoch and keep its weights (the learning-rate schedule still planned
+    for every epoch), how a cross-validated epoch count is refitted.
 
     In a torch.distributed run (``solutions.distributed``) the examples are this rank's shard;
     every rank must call ``train`` with the same settings.
     """
-    tile = isinstance(model, TileRanker)
     world = distributed.current()
-    rng = np.random.default_rng(seed if world.rank == 0 else [seed, world.rank])
-    examples = [e for e in train_examples if _trainable(e)]
-    fewest, most = (int(v) for v in _all_min_max(len(examples)))
-    if not most:
-        raise ValueError("no training graph has two configs with different runtimes; nothing to learn from")
-    if not fewest:
-        raise ValueError(f"{world.size} training processes but a process holds no training graph with two "
-                         f"different runtimes ({most} at most per process); use fewer processes")
-    if not tile:
-        valid_examples = [layout_selection_sample(e, config.valid_configs, rng) for e in valid_examples]
-    valid_examples = [e for e in valid_examples if e.runtime is not None]
-    # tiny tile kernels cannot choose an epoch
-    valid_examples = selection_examples(valid_examples, model.task)
+    run, valid_examples = _start(model, train_examples, valid_examples, config, seed, device, dedup_rows,
+                                 table_dir)
     validate = distributed.all_sum([len(valid_examples)])[0] > 0  # the same decision on every rank
-
-    epochs = config.tile_epochs if tile else config.layout_epochs
-    per_step = config.tile_graphs_per_step if tile else 1
-    steps_per_epoch = math.ceil(most / per_step)
-    if not tile:  # each step of each process is one graph: the minimum counts them over all processes
-        steps_per_epoch = max(steps_per_epoch, math.ceil(config.min_epoch_steps / world.size))
-    total_steps = epochs * steps_per_epoch
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: _cosine(step, total_steps))
-    gst = (None if tile or config.training != "gst"
-           else SegmentTraining(config.segment_size, config.hidden, table_dir))
-    # A GST segment without configurable nodes leaves the config parameters unused in its step:
-    # DistributedDataParallel must then look for unused parameters (on every rank alike).
-    config_free = gst is not None and distributed.all_max([float(gst.prepare(examples))])[0] > 0
-    # One module call per step, so that DistributedDataParallel sees the forward it must synchronise.
-    step = distributed.data_parallel(_TrainingStep(model), find_unused_parameters=config_free)
-    averaged = _moving_average(model, config.average_epochs, steps_per_epoch)
-    judged = model if averaged is None else averaged.module  # what selection scores and keeps
-
-    def predict(example):
-        if tile:
-            return predict_tile(judged, example, device=device)
-        return predict_layout(judged, example, device=device, batch_nodes=config.predict_batch_nodes,
-                              dedup_rows=dedup_rows)
+    judged = model if run.averaged is None else run.averaged.module  # what selection scores and keeps
 
     def valid_score() -> float:
-        return _mean_over_ranks(predict, valid_examples, model.task)
+        return _mean_over_ranks(lambda e: run.plan.predict(judged, e, device=device,
+                                                           batch_nodes=config.predict_batch_nodes,
+                                                           dedup_rows=dedup_rows), valid_examples, model.task)
 
     started = time.perf_counter()
     best = valid_score() if validate else None
     result = TrainResult(copy.deepcopy(judged.state_dict()), 0, best,
                          [{"epoch": 0, "loss": None, "valid": best, "seconds": 0.0}],
-                         world_size=world.size, train_graphs=len(examples))
+                         world_size=world.size, train_graphs=len(run.examples))
     stale, epoch = 0, 0
-    bar = progress_bar(range(1, epochs + 1), desc=description, unit="epoch", enabled=progress, leave=False)
+    bar = progress_bar(range(1, run.plan.epochs + 1), desc=description, unit="epoch", enabled=progress,
+                       leave=False)
     try:
         for epoch in bar:
-            model.train()
-            order = rng.permutation(len(examples))
-            if len(order) < most:  # this rank's shard is short: repeat some of its graphs
-                order = np.concatenate([order, rng.choice(len(examples), size=most - len(order))])
-            if not tile:  # few graphs: pass over them again, up to the epoch's steps
-                while len(order) < steps_per_epoch:
-                    order = np.concatenate([order, rng.permutation(len(examples))])
-                order = order[:steps_per_epoch]
-            losses = []
-            for start in range(0, len(order), per_step):
-                chosen = [int(i) for i in order[start : start + per_step]]
-                if tile:
-                    loss = step(_tile_step, [examples[i] for i in chosen], config, rng, device)
-                elif gst is not None:
-                    loss = step(_gst_step, gst, chosen[0], examples[chosen[0]], config, rng, device,
-                                dedup_rows)
-                else:
-                    loss = step(_layout_step, examples[chosen[0]], config, rng, device, dedup_rows)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                scheduler.step()
-                if averaged is not None:
-                    averaged.update_parameters(model)
-                losses.append(float(loss.detach()))
-                result.steps += 1
-                if time_budget_s is not None and _out_of_time(started, time_budget_s, world.active):
-                    result.stopped = "time budget"
-                    break
+            losses = _epoch(run, result, started, time_budget_s)
             if stop_after is not None and epoch >= stop_after and result.stopped == "epochs":
                 result.stopped = "selected epoch"
-            last = epoch == epochs or result.stopped in ("time budget", "selected epoch")
+            last = epoch == run.plan.epochs or result.stopped in ("time budget", "selected epoch")
             if validate and (epoch % config.eval_every == 0 or last):
                 score = valid_score()
                 mean_loss = distributed.all_sum([float(np.mean(losses))])[0] / world.size
@@ -347,14 +305,83 @@ def train(
                 break
     finally:
         bar.close()
-        if gst is not None:
-            result.gst = {"segments": gst.num_segments, "table_mb": round(gst.table_bytes / 2**20, 3),
+        if run.gst is not None:
+            result.gst = {"segments": run.gst.num_segments, "table_mb": round(run.gst.table_bytes / 2**20, 3),
                           "table": "memory" if table_dir is None else "cache directory"}
-            gst.close()
+            run.gst.close()
     if not validate:  # nothing to select on: the last weights
         result.best_state, result.best_epoch = copy.deepcopy(judged.state_dict()), epoch
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _start(model: LayoutRanker | TileRanker, train_examples: Sequence, valid_examples: Sequence,
+           config: GNNConfig, seed: int, device: torch.device, dedup_rows: bool,
+           table_dir: Path | None) -> tuple[_Run, list]:
+    """A training run set up: the trainable graphs, the validation sample, the optimiser and schedule,
+    Graph Segment Training's tables and the weight average; and the labeled validation examples."""
+    world = distributed.current()
+    plan = kind_plan(model.task, config)
+    rng = np.random.default_rng(seed if world.rank == 0 else [seed, world.rank])
+    examples = [e for e in train_examples if _trainable(e)]
+    fewest, most = (int(v) for v in _all_min_max(len(examples)))
+    if not most:
+        raise ValueError("no training graph has two configs with different runtimes; nothing to learn from")
+    if not fewest:
+        raise ValueError(f"{world.size} training processes but a process holds no training graph with two "
+                         f"different runtimes ({most} at most per process); use fewer processes")
+    if plan.valid_configs is not None:
+        valid_examples = [layout_selection_sample(e, plan.valid_configs, rng) for e in valid_examples]
+    # unlabeled graphs, and those too small to choose an epoch (tiny tile kernels), select nothing
+    valid_examples = selection_examples([e for e in valid_examples if e.runtime is not None], model.task)
+    # each step of each process takes graphs_per_step graphs; the minimum counts them over all processes
+    graphs = max(most, math.ceil(plan.min_graphs_per_epoch / world.size))
+    steps_per_epoch = math.ceil(graphs / plan.graphs_per_step)
+    total_steps = plan.epochs * steps_per_epoch
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: _cosine(step, total_steps))
+    gst = (SegmentTraining(config.segment_size, config.hidden, table_dir)
+           if plan.segment_training and config.training == "gst" else None)
+    # A GST segment without configurable nodes leaves the config parameters unused in its step:
+    # DistributedDataParallel must then look for unused parameters (on every rank alike).
+    config_free = gst is not None and distributed.all_max([float(gst.prepare(examples))])[0] > 0
+    # One module call per step, so that DistributedDataParallel sees the forward it must synchronise.
+    step = distributed.data_parallel(_TrainingStep(model), find_unused_parameters=config_free)
+    return _Run(model, examples, config, plan, rng, device, dedup_rows, most, steps_per_epoch, optimizer,
+                scheduler, step, _moving_average(model, config.average_epochs, steps_per_epoch),
+                gst), valid_examples
+
+
+def _epoch(run: _Run, result: TrainResult, started: float, time_budget_s: float | None) -> list[float]:
+    """One epoch's steps (``result.steps`` and ``result.stopped`` updated); each step's loss."""
+    run.model.train()
+    world = distributed.current()
+    order = run.rng.permutation(len(run.examples))
+    if len(order) < run.most:  # this rank's shard is short: repeat some of its graphs
+        order = np.concatenate([order, run.rng.choice(len(run.examples), size=run.most - len(order))])
+    graphs = run.steps_per_epoch * run.plan.graphs_per_step
+    if run.plan.min_graphs_per_epoch:  # few graphs: pass over them again, up to the epoch's steps
+        while len(order) < graphs:
+            order = np.concatenate([order, run.rng.permutation(len(run.examples))])
+        order = order[:graphs]
+    step_function = run.plan.step if run.gst is None else functools.partial(_gst_step, run.gst)
+    losses = []
+    for start in range(0, len(order), run.plan.graphs_per_step):
+        chosen = [(int(i), run.examples[int(i)]) for i in order[start : start + run.plan.graphs_per_step]]
+        loss = run.step(step_function, chosen, run.config, run.rng, run.device, run.dedup_rows)
+        run.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), 1.0)
+        run.optimizer.step()
+        run.scheduler.step()
+        if run.averaged is not None:
+            run.averaged.update_parameters(run.model)
+        losses.append(float(loss.detach()))
+        result.steps += 1
+        if time_budget_s is not None and _out_of_time(started, time_budget_s, world.active):
+            result.stopped = "time budget"
+            break
+    return losses
 
 
 def _moving_average(model: torch.nn.Module, epochs: float,
@@ -410,18 +437,21 @@ def _sample(n: int, k: int, rng: np.random.Generator) -> torch.Tensor:
     return torch.from_numpy(rng.choice(n, size=min(n, k), replace=False).astype(np.int64))
 
 
-def _layout_step(model: LayoutRanker, example: LayoutExample, config: GNNConfig, rng: np.random.Generator,
-                 device: torch.device, dedup_rows: bool) -> torch.Tensor:
-    index = _sample(example.num_configs, config.configs_per_graph, rng)
+def _layout_step(model: LayoutRanker, chosen: list[tuple[int, LayoutExample]], config: GNNConfig,
+                 rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
+    example = chosen[0][1]  # one graph per step
+    index = _sample(example.num_configs, config.layout_configs_per_graph, rng)
     scores = model(example.inputs.to(device), example.configs.digits(index).to(device), dedup_rows=dedup_rows,
                    engineered=example.engineered_rows(index, device))
     return ranking_loss(config, scores, example.runtime[index].to(device))
 
 
-def _gst_step(model: LayoutRanker, gst: SegmentTraining, key: int, example: LayoutExample, config: GNNConfig,
-              rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
+def _gst_step(gst: SegmentTraining, model: LayoutRanker, chosen: list[tuple[int, LayoutExample]],
+              config: GNNConfig, rng: np.random.Generator, device: torch.device,
+              dedup_rows: bool) -> torch.Tensor:
+    key, example = chosen[0]  # one graph per step, its segments' table kept under its index
     segments, table = gst.graph(key, example)
-    index = _sample(example.num_configs, config.configs_per_graph, rng)
+    index = _sample(example.num_configs, config.layout_configs_per_graph, rng)
     scores = gst_layout_scores(model, example, segments, table, index,
                                segments_per_step=config.segments_per_step,
                                stale_dropout=config.stale_dropout, rng=rng, device=device,
@@ -429,8 +459,9 @@ def _gst_step(model: LayoutRanker, gst: SegmentTraining, key: int, example: Layo
     return ranking_loss(config, scores, example.runtime[index].to(device))
 
 
-def _tile_step(model: TileRanker, examples: list[TileExample], config: GNNConfig, rng: np.random.Generator,
-               device: torch.device) -> torch.Tensor:
+def _tile_step(model: TileRanker, chosen: list[tuple[int, TileExample]], config: GNNConfig,
+               rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
+    examples = [example for _, example in chosen]
     index = [_sample(e.num_configs, config.tile_configs_per_graph, rng) for e in examples]
     batch = tile_batch(examples, index).to(device)
     return ranking_loss(config, model(batch), batch.runtime, batch.config_graph)

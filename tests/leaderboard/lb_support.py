@@ -21,7 +21,7 @@ import pytest
 
 from competition.collections import COLLECTIONS
 from competition.data.graphs import LayoutGraph, TileGraph, save_graph
-from competition.data.locate import split_dir
+from competition.data.tree import split_dir
 from leaderboard.database import Database
 from leaderboard.service import Leaderboard
 
@@ -179,15 +179,16 @@ def free_port() -> int:
 
 
 class LiveServer:
-    """uvicorn serving ``app`` on a loopback port in a background thread."""
+    """uvicorn serving ``app`` on a loopback port in a background thread (``config``: more of
+    ``uvicorn.Config``'s options, e.g. ``http=`` the server's protocol)."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, **config) -> None:
         import uvicorn
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="on"))
+                                                    log_level="warning", lifespan="on", **config))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> LiveServer:

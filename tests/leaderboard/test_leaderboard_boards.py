@@ -27,7 +27,7 @@ def _database(teams: int, submissions, disqualified=()) -> Database:
     db.create_schema()
     with db.writer() as session:
         for t in range(teams):
-            session.add(Team(id=t + 1, name=f"team{t}", token_hash="", created_at=T0,
+            session.add(Team(id=t + 1, name=f"team{t}", name_key=f"team{t}", token_hash="", created_at=T0,
                              disqualified_at=T0 if t in disqualified else None))
         session.flush()
         for i, (team, public, private, minute, status, *selected) in enumerate(submissions, start=1):

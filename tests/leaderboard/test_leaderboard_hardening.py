@@ -8,12 +8,12 @@ import logging
 import pytest
 from lb_support import LiveServer, bearer, form_post, upload
 
+from competition.data.leaderboard_client import ServerRefused, format_status, upload_submission
 from leaderboard.access_log import RedactQuery, redact_path
 from leaderboard.app import create_app
-from leaderboard.client import ServerRefused, format_status, upload_submission
 from leaderboard.models import Submission
 from leaderboard.service import MAX_DESCRIPTION, clean_file_name
-from leaderboard.throttle import FAILURES_ALLOWED, TokenThrottle
+from leaderboard.throttle import TEAM_FAILURES, TokenThrottle
 
 
 def _rows(leaderboard) -> list[Submission]:
@@ -72,33 +72,34 @@ def test_token_guessing_on_the_api_is_throttled_and_logged_once(client, leaderbo
     good = leaderboard.reset_token("Alpha")[1]
     with caplog.at_level(logging.WARNING, logger="leaderboard"):
         codes = [client.get("/api/submissions/mine", headers=bearer(f"{team_id}.guess{i}")).status_code
-                 for i in range(FAILURES_ALLOWED + 5)]
+                 for i in range(TEAM_FAILURES + 5)]
         right = client.get("/api/submissions/mine", headers=bearer(good))
-    assert codes == [401] * FAILURES_ALLOWED + [429] * 5
+    assert codes == [401] * TEAM_FAILURES + [429] * 5
     assert right.status_code == 429 and int(right.headers["Retry-After"]) >= 1  # guessing learns nothing
-    assert "Too many wrong team tokens" in right.json()["detail"]
+    assert f"Too many wrong tokens for team {team_id}" in right.json()["detail"]
     assert sum("throttling token checks" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_the_login_form_is_throttled_too(client, leaderboard):
     leaderboard.add_team("Alpha")
     codes = [form_post(client, "/mine", data={"token": f"1.guess{i}"}).status_code
-             for i in range(FAILURES_ALLOWED + 2)]
-    assert codes == [401] * FAILURES_ALLOWED + [429] * 2
+             for i in range(TEAM_FAILURES + 2)]
+    assert codes == [401] * TEAM_FAILURES + [429] * 2
 
 
-def test_a_throttled_client_gets_its_budget_back_and_others_are_not_affected():
+def test_a_throttled_team_gets_its_budget_back_and_other_teams_are_not_affected():
+    from leaderboard.errors import LimitReached
+
     now = [0.0]
-    throttle = TokenThrottle(failures_allowed=3, window_s=60.0, clock=lambda: now[0])
+    throttle = TokenThrottle(team_failures=3, address_failures=100, window_s=60.0, clock=lambda: now[0])
     for _ in range(3):
-        throttle.check("a")
-        throttle.failed("a")
-    with pytest.raises(Exception, match="Too many wrong team tokens") as refused:
-        throttle.check("a")
+        throttle.settle(throttle.reserve("a", 1), right=False)  # three wrong tokens for team 1
+    with pytest.raises(LimitReached, match="Too many wrong tokens for team 1") as refused:
+        throttle.reserve("b", 1)  # from any address
     assert 1 <= int(refused.value.headers["Retry-After"]) <= 21
-    throttle.check("b")  # another client is untouched
+    throttle.settle(throttle.reserve("a", 2), right=True)  # another team is untouched
     now[0] += 20.0  # one failure's worth refilled
-    throttle.check("a")
+    throttle.reserve("a", 1)
 
 
 @pytest.mark.parametrize(("path", "logged"), [

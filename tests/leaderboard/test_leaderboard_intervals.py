@@ -4,8 +4,7 @@ submission shows its private score with a 95 % bootstrap interval over the Priva
 Checked: the figures are ``competition.stats``'s (never a metric or bootstrap of the leaderboard's
 own), computed once and then only read, on SQLite and PostgreSQL, in the JSON API, on the pages in
 Chromium (390 px too), absent when the option is off, and nowhere before the reveal (the leak test
-in test_leaderboard_trust.py searches for them too). The command line: init, configure, reveal,
-upgrade.
+in test_leaderboard_trust.py searches for them too). The command line: init, configure, reveal.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from datetime import timedelta
 
 import pytest
 from lb_support import LiveServer, assert_fits_width, bearer, init_competition, upload
-from sqlalchemy import text
 
 import leaderboard.intervals as intervals_module
 from competition.cli import main
@@ -196,28 +194,6 @@ def test_init_with_private_intervals(sqlite_url, tiny, capsys):
     leaderboard = Leaderboard(Database(sqlite_url))
     assert leaderboard.config().private_intervals is True
     leaderboard.db.dispose()
-
-
-def test_upgrade_from_version_2_adds_the_option_off(db_url, tiny, capsys):
-    leaderboard = init_competition(db_url, tiny)
-    with leaderboard.db.writer() as session:
-        session.execute(text("ALTER TABLE competition DROP COLUMN private_intervals"))
-        session.execute(text("ALTER TABLE submission DROP COLUMN private_interval"))
-        session.execute(text("UPDATE competition SET schema_version = 2"))
-    leaderboard.db.dispose()
-    with pytest.raises(Exception, match="tpugraphs leaderboard upgrade"):
-        Leaderboard(Database(db_url)).config()
-    assert main(["leaderboard", "upgrade", "--db", db_url]) == 0
-    assert "Schema version 2 -> 3" in capsys.readouterr().out
-    again = Leaderboard(Database(db_url))
-    assert again.config().private_intervals is False
-    _play(again, tiny)
-    assert again.configure(private_intervals=True).private_intervals is True
-    again.reveal()
-    board = private_board(again.db, 2)
-    assert again.fill_private_intervals([e.submission_id for e in board]) == len(board)
-    assert all(e.has_interval for e in private_board(again.db, 2, intervals=True))
-    again.db.dispose()
 
 
 # ---------------------------------------------------------------------------------------------

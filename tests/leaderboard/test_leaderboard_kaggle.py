@@ -3,7 +3,7 @@
 Submission history (description, per-collection public scores, download, newest first, pages),
 local times and the deadline countdown, the own team highlighted, a team page, which submissions
 count when none are selected, the shake-up after the reveal, and no horizontal overflow at 390 px.
-The API and command-line sides (description, download, schema upgrade) run through TestClient.
+The API and command-line sides (description, download, the schema version) run through TestClient.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from competition.scoring import load_solution, score_submission
 from leaderboard.app import create_app
 from leaderboard.boards import private_board, public_board
 from leaderboard.database import Database
-from leaderboard.models import utcnow
+from leaderboard.errors import NotInitialised
+from leaderboard.models import SCHEMA_VERSION, utcnow
 from leaderboard.scorer import Scorer
 from leaderboard.service import Leaderboard
 from leaderboard.settings import Settings
@@ -66,21 +67,12 @@ def test_submit_with_a_description_from_the_command_line(leaderboard, settings, 
     assert leaderboard.submissions_of(1, private_visible=False)[0]["description"] == "lightgbm, 500 trees"
 
 
-def test_upgrade_brings_a_version_1_database_up(sqlite_url, tiny, capsys):
+def test_a_database_of_another_schema_version_is_refused_naming_both(sqlite_url, tiny):
     lb = init_competition(sqlite_url, tiny)
     with lb.db.writer() as session:
-        session.execute(text("ALTER TABLE submission DROP COLUMN description"))
-        session.execute(text("ALTER TABLE submission DROP COLUMN private_interval"))  # version 3's columns
-        session.execute(text("ALTER TABLE competition DROP COLUMN private_intervals"))
-        session.execute(text("UPDATE competition SET schema_version = 1"))
-    with pytest.raises(Exception, match="tpugraphs leaderboard upgrade"):
+        session.execute(text("UPDATE competition SET schema_version = 99"))
+    with pytest.raises(NotInitialised, match=f"schema version 99, this kit reads {SCHEMA_VERSION}"):
         Leaderboard(Database(sqlite_url)).config()
-    assert main(["leaderboard", "upgrade", "--db", sqlite_url]) == 0
-    assert "Schema version 1 -> 3" in capsys.readouterr().out
-    again = Leaderboard(Database(sqlite_url))
-    assert again.config().name and again.add_team("Alpha")[0].id == 1
-    assert main(["leaderboard", "upgrade", "--db", sqlite_url]) == 0
-    assert "Already at schema version 3" in capsys.readouterr().out
     lb.db.dispose()
 
 

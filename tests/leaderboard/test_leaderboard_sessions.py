@@ -52,15 +52,15 @@ def test_the_cookie_holds_a_session_never_the_token(client, leaderboard):
     assert "Signed in as" in client.get("/mine").text
 
 
-@pytest.mark.parametrize("planted", ["token", "forged mac", "other team's mac"])
+@pytest.mark.parametrize("planted", ["token", "forged secret", "another session's id"])
 def test_a_planted_token_or_forged_session_signs_nobody_in(client, leaderboard, planted):
-    alpha, alpha_token = leaderboard.add_team("Alpha")
+    _, alpha_token = leaderboard.add_team("Alpha")
     _, beta_token = leaderboard.add_team("Beta")
-    good = leaderboard.sign_in(beta_token, None)[1]
-    value = {"token": alpha_token, "forged mac": good[:-4] + "0000",
-             "other team's mac": f"{alpha.id}." + good.split(".", 1)[1]}[planted]
+    first = leaderboard.sign_in(beta_token, None)[1]
+    second = leaderboard.sign_in(beta_token, None)[1]
+    value = {"token": alpha_token, "forged secret": first[:-4] + "AAAA",
+             "another session's id": second.split(".")[0] + "." + first.split(".", 1)[1]}[planted]
     client.cookies.set(sessions.SESSION_COOKIE, value)
-    client.cookies.set(sessions.LEGACY_TOKEN_COOKIE, alpha_token)  # the cookie earlier versions read
     assert "Signed in as" not in client.get("/mine").text
 
 
@@ -84,8 +84,9 @@ def test_a_session_made_in_another_browser_uploads_nothing_until_confirmed(clien
     assert select.status_code == 409
     assert _submissions_of(leaderboard, attacker.id) == 0
     # The person confirms the team they see named: the session is bound to this browser, uploads go on.
-    confirmed = form_post(client, "/session/confirm", data={sessions.BROWSER_KEY_FIELD: VICTIM_KEY},
-                          follow_redirects=False)
+    planted_id = client.cookies[sessions.SESSION_COOKIE].split(".")[0]
+    confirmed = form_post(client, "/session/confirm", follow_redirects=False, data={
+        sessions.BROWSER_KEY_FIELD: VICTIM_KEY, "session_id": planted_id, "team_id": str(attacker.id)})
     assert confirmed.status_code == 303
     accepted = form_post(client, "/submit", data={sessions.BROWSER_KEY_FIELD: VICTIM_KEY},
                          files={"file": ("mine.csv", tiny.submission(1), "text/csv")})
@@ -119,7 +120,7 @@ def test_secure_cookies_is_read_from_the_environment():
 # In Chromium: the attack as reported, from a page on another port
 
 
-def _tossing_page(session_value: str, token: str):
+def _tossing_page(session_value: str):
     from starlette.applications import Starlette
     from starlette.responses import HTMLResponse
     from starlette.routing import Route
@@ -127,7 +128,6 @@ def _tossing_page(session_value: str, token: str):
     html = f"""<!doctype html><title>cute cats</title><script>
       for (let i = 0; i < 200; i++) document.cookie = "junk" + i + "=" + "x".repeat(40) + "; path=/";
       document.cookie = "{sessions.SESSION_COOKIE}={session_value}; path=/; max-age=3600";
-      document.cookie = "{sessions.LEGACY_TOKEN_COOKIE}={token}; path=/; max-age=3600";
       document.title = "planted";
     </script>"""
     return Starlette(routes=[Route("/", lambda request: HTMLResponse(html))])
@@ -157,7 +157,7 @@ def test_cookie_tossing_from_another_port_fails_in_a_browser(browser, sqlite_url
     upload.write_bytes(tiny.submission(4))
     with LiveServer(create_app(Settings(db_url=sqlite_url, board_cache_s=0.0))) as site:
         planted = _session_made_elsewhere(site.url, attacker_token, ATTACKER_KEY)
-        with LiveServer(_tossing_page(planted, attacker_token)) as sibling:
+        with LiveServer(_tossing_page(planted)) as sibling:
             context = browser.new_context()
             page = context.new_page()
             page.goto(site.url + "/mine")

@@ -17,7 +17,7 @@ OUT/private/split.json                      the audit: every source file, its fa
                                             every config in the new order
 ```
 
-How test graphs are chosen (README.md, "Host the real competition", shows the commands):
+How test graphs are chosen (docs/prepare.md shows the commands):
 
 - **By model family** (``group_by="family"``, the default). The real train split holds the same model
   at several batch sizes, topologies and precisions (``resnet50.4x4.fp16``, ``resnet50.8x8.fp32``,
@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from competition.collections import COLLECTION_BY_NAME, COLLECTIONS
+from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, Collection
 from competition.data.atomic import replace_dir
 from competition.data.locate import resolve_data_dir
 from competition.data.prepare.families import model_family
@@ -81,6 +81,60 @@ def _check_out_dir(out_dir: Path, root: Path, force: bool) -> None:
     out_abs, root_abs = out_dir.resolve(), root.resolve()
     if out_abs == root_abs or out_abs in root_abs.parents:
         raise ValueError(f"{out_dir} holds the source data {root}; write the new competition elsewhere")
+
+
+def _check_arguments(seed: int, test_share: float, layout_test_configs: int, group_by: str) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not 0 < test_share < 1:
+        raise ValueError(f"test share must be between 0 and 1 (exclusive), got {test_share!r}")
+    if layout_test_configs < 1:
+        raise ValueError(f"layout test configs must be at least 1, got {layout_test_configs!r}")
+    if group_by not in GROUP_BY:
+        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
+
+
+def _chosen_collections(data_dir: Path, root: Path, names: Sequence[str] | None) -> list[Collection]:
+    """The collections to prepare: those named (each must have labelled graphs), else every one that has."""
+    present = labelled_collections(data_dir)
+    if not present:
+        raise FileNotFoundError(f"{data_dir}: no labelled graphs (train/valid *.npz) under {root}; expected "
+                                "the Kaggle download tree "
+                                "(<data>/npz_all/npz/<collection>/{train,valid}/*.npz)")
+    if not names:
+        return present
+    unknown = [name for name in names if name not in COLLECTION_BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown collection {unknown[0]!r}; expected one of "
+                         f"{', '.join(COLLECTION_BY_NAME)}")
+    absent = [name for name in names if COLLECTION_BY_NAME[name] not in present]
+    if absent:
+        raise FileNotFoundError(f"{data_dir}: no labelled graphs of {', '.join(absent)}; it holds "
+                                f"labelled graphs of: {', '.join(c.name for c in present)}")
+    return [c for c in COLLECTIONS if c.name in set(names)]
+
+
+def _scan_sources(root: Path, chosen: list[Collection], enabled: bool) -> list[SourceGraph]:
+    """Every labelled graph of the chosen collections, with its figures and model family."""
+    from competition.progress import progress as progress_bar
+
+    sources = [(c, split, path) for c in chosen for split, path in list_labelled(root, c)]
+    return [SourceGraph(collection, split, path, path.relative_to(root).as_posix(),
+                        scan_graph(path, collection), model_family(path.stem))
+            for collection, split, path in progress_bar(sources, desc="prepare: scan", unit="graph",
+                                                        enabled=enabled)]
+
+
+def _empty_summary(out_dir: Path, seed: int, chosen: list[Collection], root: Path) -> PrepareSummary:
+    """The summary before anything is written: zero counts, and the unlabelled test graphs left out."""
+    summary = PrepareSummary(out_dir=out_dir, seed=seed)
+    for collection in chosen:
+        summary.graphs[collection.name] = {"train": 0, "valid": 0, "test": 0}
+        summary.test_configs[collection.name] = 0
+        test_folder = root / collection.subpath / "test"
+        unlabelled = len(list(test_folder.glob("*.npz"))) if test_folder.is_dir() else 0
+        summary.ignored_test[collection.name] = unlabelled
+    return summary
 
 
 def prepare_competition(
@@ -114,63 +168,30 @@ def prepare_competition(
     empty), ValueError (bad arguments; ``PrepareError`` when the split is impossible) and
     DataFormatError naming the file for unreadable source data. ``out_dir`` is then left as it was.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    if not 0 < test_share < 1:
-        raise ValueError(f"test share must be between 0 and 1 (exclusive), got {test_share!r}")
-    if layout_test_configs < 1:
-        raise ValueError(f"layout test configs must be at least 1, got {layout_test_configs!r}")
-    if group_by not in GROUP_BY:
-        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
+    _check_arguments(seed, test_share, layout_test_configs, group_by)
     seed = int(seed)
     started = time.perf_counter()
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     data_dir = resolve_data_dir(data_dir)  # the one data-directory rule: a synth output folder is its public/
     root = find_npz_root(data_dir)
-    present = labelled_collections(data_dir)
-    if not present:
-        raise FileNotFoundError(f"{data_dir}: no labelled graphs (train/valid *.npz) under {root}; expected "
-                                "the Kaggle download tree "
-                                "(<data>/npz_all/npz/<collection>/{train,valid}/*.npz)")
-    if collections:
-        unknown = [name for name in collections if name not in COLLECTION_BY_NAME]
-        if unknown:
-            raise ValueError(f"unknown collection {unknown[0]!r}; expected one of "
-                             f"{', '.join(COLLECTION_BY_NAME)}")
-        absent = [name for name in collections if COLLECTION_BY_NAME[name] not in present]
-        if absent:
-            raise FileNotFoundError(f"{data_dir}: no labelled graphs of {', '.join(absent)}; it holds "
-                                    f"labelled graphs of: {', '.join(c.name for c in present)}")
-        chosen = [c for c in COLLECTIONS if c.name in set(collections)]
-    else:
-        chosen = present
+    chosen = _chosen_collections(data_dir, root, collections)
     _check_out_dir(out_dir, root, force)
 
     from competition.progress import progress as progress_bar
 
     enabled = progress is not False  # None: the form suits the output (competition.progress)
-    sources = [(c, split, path) for c in chosen for split, path in list_labelled(root, c)]
-    graphs = []
-    for collection, split, path in progress_bar(sources, desc="prepare: scan", unit="graph", enabled=enabled):
-        graphs.append(SourceGraph(collection, split, path, path.relative_to(root).as_posix(),
-                                  scan_graph(path, collection), model_family(path.stem)))
+    graphs = _scan_sources(root, chosen, enabled)
     test_groups = plan_split(graphs, seed=seed, test_share=test_share, group_by=group_by)
-
-    summary = PrepareSummary(out_dir=out_dir, seed=seed)
-    for collection in chosen:
-        summary.graphs[collection.name] = {"train": 0, "valid": 0, "test": 0}
-        summary.test_configs[collection.name] = 0
-        test_folder = root / collection.subpath / "test"
-        unlabelled = len(list(test_folder.glob("*.npz"))) if test_folder.is_dir() else 0
-        summary.ignored_test[collection.name] = unlabelled
+    summary = _empty_summary(out_dir, seed, chosen, root)
     name_test_graphs(graphs, chosen, seed)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.preparing-", dir=out_dir.parent))
     try:
         write_competition(staging, graphs, chosen, summary, test_groups, seed=seed, test_share=test_share,
-               layout_test_configs=layout_test_configs, group_by=group_by, chunk_bytes=chunk_bytes,
-               bar=progress_bar(total=len(graphs), desc="prepare: write", unit="graph", enabled=enabled))
+                          layout_test_configs=layout_test_configs, group_by=group_by, chunk_bytes=chunk_bytes,
+                          bar=progress_bar(total=len(graphs), desc="prepare: write", unit="graph",
+                                           enabled=enabled))
         replace_dir(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

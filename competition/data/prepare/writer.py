@@ -17,7 +17,6 @@ from competition.data.prepare.plan import COLLECTION_KEY, CONFIGS_STREAM, Source
 from competition.data.prepare.source import check_labels, read_sampled_layout
 from competition.data.synth.writer import join_ints, write_csv, write_npz
 from competition.data.tree import CompetitionFolder
-from competition.tasks import LAYOUT, TILE
 
 #: Bumped whenever the files written for a given source, seed and options change.
 PREPARE_VERSION = 1
@@ -47,8 +46,9 @@ def _write_test_graph(graph: SourceGraph, target: Path, seed: int, index: int, l
                       chunk_bytes: int) -> tuple[int, list, list | None]:
     """Write one held-out graph; returns (file size, runtimes, normalizers) in the new config order."""
     rng = stream(seed, CONFIGS_STREAM, COLLECTION_KEY[graph.collection.name], index)
-    if not graph.collection.task.config_per_node:  # tile: every config kept, the file is small
-        tile = load_graph(graph.path, "tile")
+    task = graph.collection.task
+    if not task.config_per_node:  # one config per graph (tile): every config kept, the file is small
+        tile = load_graph(graph.path, task.name)
         check_labels(graph.path, "config_runtime", tile.config_runtime)
         check_labels(graph.path, "config_runtime_normalizers", tile.config_runtime_normalizers)
         graph.configs = rng.permutation(tile.num_configs)
@@ -57,7 +57,7 @@ def _write_test_graph(graph: SourceGraph, target: Path, seed: int, index: int, l
         arrays = dict(tile.arrays(), config_feat=tile.config_feat[graph.configs],
                       config_runtime=np.zeros_like(runtimes),
                       config_runtime_normalizers=np.zeros_like(normalizers))
-        size = write_npz(target, {key: arrays[key] for key in TILE.npz_spec})
+        size = write_npz(target, {key: arrays[key] for key in task.npz_spec})
         return size, runtimes.tolist(), normalizers.tolist()
     # A sample without replacement comes in random order: that order is the new config order.
     count = min(graph.num_configs, layout_test_configs)
@@ -66,7 +66,7 @@ def _write_test_graph(graph: SourceGraph, target: Path, seed: int, index: int, l
     runtimes = arrays["config_runtime"]
     check_labels(graph.path, "config_runtime", runtimes)
     arrays["config_runtime"] = np.zeros_like(runtimes)
-    return write_npz(target, {key: arrays[key] for key in LAYOUT.npz_spec}), runtimes.tolist(), None
+    return write_npz(target, {key: arrays[key] for key in task.npz_spec}), runtimes.tolist(), None
 
 
 def write_competition(staging: Path, graphs: list[SourceGraph], chosen: list[Collection],

@@ -10,8 +10,8 @@ rules with a hand-written wire decoder (``wire.py``) and no TensorFlow, one modu
 - ``tile.py``: a ``TuningData`` -> one ``TileGraph`` per kernel;
 - this module: which message a file holds, reading it, and ``featurize_file`` / ``featurize_files``.
 
-Each task kind's tuning files are described once, in ``FORMATS`` (keyed by task name): the top-level
-message and how it becomes graphs. A file's kind is the task it is detected as (``detect_kind``), so
+Each task kind's tuning files are described once, in ``FORMATS`` (one ``TuningFormat`` per task): the
+top-level message and how it becomes graphs. A file's kind is the task it is detected as (``detect_kind``), so
 nothing here branches on a kind's name. Configs keep proto order (the released files were shuffled;
 nothing here is random).
 """
@@ -55,13 +55,10 @@ def _featurize_layout(tuning: Message, stem: str) -> tuple[list[tuple[str, Graph
     return [(stem, featurize_layout(tuning))], []
 
 
-FORMATS: dict[str, TuningFormat] = {
-    fmt.task.name: fmt
-    for fmt in (
-        TuningFormat(TILE, "TuningData", featurize_tile, many=True),
-        TuningFormat(LAYOUT, "ModuleTuningData", _featurize_layout, many=False),
-    )
-}
+FORMATS: tuple[TuningFormat, ...] = (
+    TuningFormat(TILE, "TuningData", featurize_tile, many=True),
+    TuningFormat(LAYOUT, "ModuleTuningData", _featurize_layout, many=False),
+)
 #: The messages of a plain HLO module (no tuning runs): XLA's dump (``HloProto``, the module in field 1)
 #: and the module itself (``HloModuleProto``, e.g. TensorFlow's ``hlo_serialized``).
 MODULE_MESSAGES = ("HloProto", "HloModuleProto")
@@ -71,11 +68,11 @@ _EXPECTED = "a TuningData, a ModuleTuningData, an HloProto or an HloModuleProto"
 def tuning_format(kind: Task | str) -> TuningFormat:
     """The tuning files of a task (or task name); ValueError for a kind without them."""
     task = get_task(kind) if isinstance(kind, str) else kind
-    try:
-        return FORMATS[task.name]
-    except KeyError:
+    found = next((fmt for fmt in FORMATS if fmt.task is task), None)
+    if found is None:
         raise ValueError(f"no tuning proto format for task {task.name!r}; "
-                         f"expected one of {', '.join(FORMATS)}") from None
+                         f"expected one of {', '.join(fmt.task.name for fmt in FORMATS)}")
+    return found
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -172,7 +169,7 @@ def detect_message(data: bytes | memoryview) -> str:
 
 def message_task(message: str) -> Task | None:
     """The task whose tuning files hold ``message`` at their top level; None for a plain module's messages."""
-    return next((fmt.task for fmt in FORMATS.values() if fmt.message == message), None)
+    return next((fmt.task for fmt in FORMATS if fmt.message == message), None)
 
 
 def detect_kind(data: bytes | memoryview) -> Task:

@@ -7,8 +7,8 @@ Sources (public schemas; field numbers never change once published):
 - XLA's ``hlo.proto`` (TensorFlow r2.10, package ``xla``): ``HloProto``, ``HloModuleProto``,
   ``HloComputationProto``, ``HloInstructionProto`` and its nested ``SliceDimensions``.
 - XLA's ``xla_data.proto`` (r2.10): ``ShapeProto``, ``LayoutProto``, ``Window``, ``WindowDimension``,
-  ``ConvolutionDimensionNumbers``, ``PaddingConfig`` / ``PaddingConfigDimension``, ``ExecutionProfile``
-  and the ``PrimitiveType`` enum.
+  ``ConvolutionDimensionNumbers``, ``DotDimensionNumbers``, ``PaddingConfig`` /
+  ``PaddingConfigDimension``, ``ExecutionProfile`` and the ``PrimitiveType`` enum.
 
 Only the fields the featurizer uses (plus a few names useful in messages) are listed; the decoder skips
 every other field, so an HLO proto from a newer XLA with extra fields still decodes. To read one more
@@ -102,6 +102,7 @@ SCHEMAS: dict[str, dict[int, Field]] = {
         17: _rep("slice_dimensions", "SliceDimensions"),
         20: _rep("dynamic_slice_sizes", "int64"),
         21: Field("padding_config", "PaddingConfig"),
+        30: Field("dot_dimension_numbers", "DotDimensionNumbers"),
         35: Field("id", "int64"),
         36: _rep("operand_ids", "int64"),
         37: _rep("control_predecessor_ids", "int64"),
@@ -148,6 +149,13 @@ SCHEMAS: dict[str, dict[int, Field]] = {
         10: Field("output_feature_dimension", "int64"),
         11: _rep("input_spatial_dimensions", "int64"),
         12: _rep("output_spatial_dimensions", "int64"),
+    },
+    # Read by tpugraphs rank only (to name a dot's dimensions); the featurizer has no column for it.
+    "DotDimensionNumbers": {
+        1: _rep("lhs_contracting_dimensions", "int64"),
+        2: _rep("rhs_contracting_dimensions", "int64"),
+        3: _rep("lhs_batch_dimensions", "int64"),
+        4: _rep("rhs_batch_dimensions", "int64"),
     },
     "PaddingConfig": {1: _rep("dimensions", "PaddingConfigDimension")},
     "PaddingConfigDimension": {

@@ -35,7 +35,6 @@ from competition.data.synth.scales import SCALES, Extreme, Scale
 from competition.data.synth.tile import measure_tile_runs
 from competition.data.synth.writer import join_ints, write_csv, write_npz
 from competition.data.tree import CompetitionFolder
-from competition.tasks import LAYOUT, TILE
 
 #: Bumped whenever the files written for a given (scale, seed) change; caches of generated data can key on it.
 GENERATOR_VERSION = 6
@@ -45,10 +44,6 @@ _PLAN, _GRAPH, _RUNS, _STEMS, _USAGE = range(5)
 _SOURCES = ("xla", "nlp")
 _SOURCE_KEY = {"xla": 10, "nlp": 11}  # stream keys of the layout sources, apart from collection indices
 _COLLECTION_KEY = {c.name: i for i, c in enumerate(COLLECTIONS)}
-
-# Members in the released order: the tasks' npz schema (the loader's) lists them so.
-TILE_KEYS = tuple(TILE.npz_spec)
-LAYOUT_KEYS = tuple(LAYOUT.npz_spec)
 
 
 @dataclass
@@ -155,14 +150,36 @@ def _usage(rng: np.random.Generator, count: int) -> list[str]:
 
 @dataclass(frozen=True)
 class _TileUnit:
+    """One tile kernel of ``tile:xla``."""
+
     split_index: int
     index: int
     spec: ModelSpec
     stem: str
 
+    def write(self, scale: Scale, seed: int, npz_root: Path) -> list[_Written]:
+        """Build the kernel, measure its configs and write its npz."""
+        key = _COLLECTION_KEY["tile:xla"]
+        graph_rng = _stream(seed, _GRAPH, key, self.split_index, self.index)
+        graph, profile = build_kernel(self.spec, graph_rng, _log_uniform(graph_rng, *scale.tile_nodes))
+        runs_rng = _stream(seed, _RUNS, key, self.split_index, self.index)
+        runs = measure_tile_runs(profile, runs_rng, _log_uniform(runs_rng, *scale.tile_configs))
+        arrays = {
+            "node_feat": graph.node_feat(),
+            "node_opcode": graph.node_opcode(),
+            "edge_index": graph.edge_index(),
+            "config_feat": runs.config_feat,
+            "config_runtime": runs.config_runtime,
+            "config_runtime_normalizers": runs.config_runtime_normalizers,
+        }
+        return [_write_graph(npz_root, "tile:xla", SPLITS[self.split_index], self.stem, arrays,
+                             runs.config_runtime_normalizers)]
+
 
 @dataclass(frozen=True)
 class _LayoutUnit:
+    """One layout program of a source, with every search that covers it."""
+
     source: str
     split_index: int
     index: int
@@ -170,6 +187,38 @@ class _LayoutUnit:
     stems: tuple[tuple[str, str], ...]  # (search, stem) of each search that covers this program
     extreme: Extreme | None = None
     cost: float = 0.0  # expected work, to start the largest units first
+
+    def write(self, scale: Scale, seed: int, npz_root: Path) -> list[_Written]:
+        """Build the program once and write the npz of each search that covers it."""
+        source, split, extreme = self.source, SPLITS[self.split_index], self.extreme
+        graph_rng = _stream(seed, _GRAPH, _SOURCE_KEY[source], self.split_index, self.index)
+        target = _log_uniform(graph_rng, *scale.nodes_range(source))
+        if extreme is not None and extreme.nodes is not None:
+            target = extreme.nodes
+        graph = build_program(self.spec, graph_rng, target, extreme.configurable_share if extreme else None)
+        space = layout_space(graph, graph_rng)  # the same layout groups in both searches
+        common = {"node_feat": graph.node_feat(), "node_opcode": graph.node_opcode(),
+                  "edge_index": graph.edge_index()}
+        written = []
+        for search, stem in self.stems:
+            name = f"layout:{source}:{search}"
+            runs_rng = _stream(seed, _RUNS, _COLLECTION_KEY[name], self.split_index, self.index)
+            wanted = (scale.layout_test_configs if split == "test"
+                      else _log_uniform(runs_rng, *scale.configs_range(source)))
+            if extreme is not None and extreme.configs is not None:
+                wanted = extreme.configs
+            runs = measure_layout_runs(graph, runs_rng, search=search, source=source, n_configs=wanted,
+                                       exact_count=split == "test", space=space)
+            arrays = {
+                **common,
+                "node_config_feat": runs.node_config_feat,
+                "node_config_ids": runs.node_config_ids,
+                "config_runtime": runs.config_runtime,
+                "node_splits": graph.node_splits(),
+            }
+            written.append(_write_graph(npz_root, name, split, stem, arrays))
+            del runs, arrays  # the next search's configs are not added to these
+        return written
 
 
 def _tile_units(scale: Scale, seed: int) -> list[_TileUnit]:
@@ -184,24 +233,6 @@ def _tile_units(scale: Scale, seed: int) -> list[_TileUnit]:
             units.append(_TileUnit(split_index, i, spec, test_stems[i] if split == "test" else spec.stem))
         offset += counts[split]
     return units
-
-
-def _run_tile(unit: _TileUnit, scale: Scale, seed: int, npz_root: Path) -> list[_Written]:
-    key = _COLLECTION_KEY["tile:xla"]
-    graph_rng = _stream(seed, _GRAPH, key, unit.split_index, unit.index)
-    graph, profile = build_kernel(unit.spec, graph_rng, _log_uniform(graph_rng, *scale.tile_nodes))
-    runs_rng = _stream(seed, _RUNS, key, unit.split_index, unit.index)
-    runs = measure_tile_runs(profile, runs_rng, _log_uniform(runs_rng, *scale.tile_configs))
-    arrays = {
-        "node_feat": graph.node_feat(),
-        "node_opcode": graph.node_opcode(),
-        "edge_index": graph.edge_index(),
-        "config_feat": runs.config_feat,
-        "config_runtime": runs.config_runtime,
-        "config_runtime_normalizers": runs.config_runtime_normalizers,
-    }
-    return [_write_graph(npz_root, "tile:xla", SPLITS[unit.split_index], unit.stem, arrays,
-                         runs.config_runtime_normalizers)]
 
 
 def _extremes(scale: Scale, source: str, split: str, specs: list[ModelSpec]) -> dict[int, Extreme]:
@@ -245,38 +276,6 @@ def _layout_units(source: str, scale: Scale, seed: int) -> list[_LayoutUnit]:
     return units
 
 
-def _run_layout(unit: _LayoutUnit, scale: Scale, seed: int, npz_root: Path) -> list[_Written]:
-    source, split, extreme = unit.source, SPLITS[unit.split_index], unit.extreme
-    graph_rng = _stream(seed, _GRAPH, _SOURCE_KEY[source], unit.split_index, unit.index)
-    target = _log_uniform(graph_rng, *scale.nodes_range(source))
-    if extreme is not None and extreme.nodes is not None:
-        target = extreme.nodes
-    graph = build_program(unit.spec, graph_rng, target, extreme.configurable_share if extreme else None)
-    space = layout_space(graph, graph_rng)  # the same layout groups in both searches
-    common = {"node_feat": graph.node_feat(), "node_opcode": graph.node_opcode(),
-              "edge_index": graph.edge_index()}
-    written = []
-    for search, stem in unit.stems:
-        name = f"layout:{source}:{search}"
-        runs_rng = _stream(seed, _RUNS, _COLLECTION_KEY[name], unit.split_index, unit.index)
-        wanted = (scale.layout_test_configs if split == "test"
-                  else _log_uniform(runs_rng, *scale.configs_range(source)))
-        if extreme is not None and extreme.configs is not None:
-            wanted = extreme.configs
-        runs = measure_layout_runs(graph, runs_rng, search=search, source=source, n_configs=wanted,
-                                   exact_count=split == "test", space=space)
-        arrays = {
-            **common,
-            "node_config_feat": runs.node_config_feat,
-            "node_config_ids": runs.node_config_ids,
-            "config_runtime": runs.config_runtime,
-            "node_splits": graph.node_splits(),
-        }
-        written.append(_write_graph(npz_root, name, split, stem, arrays))
-        del runs, arrays  # the next search's configs are not added to these
-    return written
-
-
 _Job = tuple[str, int, Path, list]
 
 
@@ -286,8 +285,7 @@ def _run_job(job: _Job) -> list[_Written]:
     scale = SCALES[scale_name]
     written: list[_Written] = []
     for unit in units:
-        run = _run_tile if isinstance(unit, _TileUnit) else _run_layout
-        written += run(unit, scale, seed, npz_root)
+        written += unit.write(scale, seed, npz_root)
     return written
 
 

@@ -24,14 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from competition.data.synth.hlo_encoding import (
-    CONFIGURABLE_OPCODES,
-    ELEMENT_BYTES,
-    OPCODE_IDS,
-    ConvDims,
-    WindowDim,
-    encode_node_features,
-)
+from competition.data.hlo import CONFIGURABLE_OPCODES, ELEMENT_BYTES, OPCODE_IDS
+from competition.data.synth.hlo_encoding import ConvDims, WindowDim, encode_node_features
 
 MAX_RANK = 6
 

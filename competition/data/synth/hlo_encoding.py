@@ -1,20 +1,10 @@
-"""The public feature layouts of the released npz files, as data, and the node-feature encoder.
+"""The generator's encoders: one HLO instruction's fields -> its 140 ``node_feat`` values, a tile
+kernel's sizes -> its 24 ``config_feat`` values.
 
-Everything here describes what a participant can see; nothing here knows how runtimes are made.
-
-- ``OPCODE_IDS``: HLO opcode name -> id, the upstream ``hlo_opcode.h`` table (ids 1..120; 97 and 101
-  are retired opcodes, 0 means unknown).
-- ``NODE_FEATURE_NAMES``: the 140 ``node_feat`` columns in the upstream README order.
-- ``TILE_CONFIG_NAMES`` / ``LAYOUT_CONFIG_NAMES``: the 24 ``config_feat`` and 18 ``node_config_feat``
-  columns.
-- ``encode_node_features``: one HLO instruction's fields -> its 140 values, following the upstream
-  featurizer's rules (first k values zero-padded, then the sum and the product of *all* values, the
-  product of an empty list being 1; ``is_root`` set for the root of every computation).
-
->>> NODE_FEATURE_INDEX["shape_dimensions_product"], NODE_FEATURE_INDEX["layout_minor_to_major_0"]
-(28, 134)
->>> OPCODE_IDS["convolution"], OPCODE_IDS["dot"], OPCODE_IDS["reshape"]
-(26, 34, 75)
+``encode_node_features`` follows the upstream featurizer's rules (first k values zero-padded, then the
+sum and the product of *all* values, the product of an empty list being 1; ``is_root`` set for the root
+of every computation). The format's vocabularies it encodes with (opcode ids, column names, element
+types) live in ``competition.data.hlo``.
 """
 
 from __future__ import annotations
@@ -25,25 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The format's vocabularies (opcode ids, column names) live in competition.data.hlo; re-exported here for
-# the generator's modules.
-from competition.data.hlo import (  # noqa: E402
-    CONFIGURABLE_OPCODES,
-    ELEMENT_BYTES,
-    ELEMENT_TYPES,
-    LAYOUT_CONFIG_NAMES,
-    NODE_FEATURE_INDEX,
-    NODE_FEATURE_NAMES,
-    OPCODE_IDS,
-    OPCODE_NAMES,
-    TILE_CONFIG_NAMES,
-)
-
-__all__ = [  # the shared tables are re-exported for the generator's modules
-    "CONFIGURABLE_OPCODES", "ELEMENT_BYTES", "ELEMENT_TYPES", "LAYOUT_CONFIG_NAMES", "NODE_FEATURE_INDEX",
-    "NODE_FEATURE_NAMES", "OPCODE_IDS", "OPCODE_NAMES", "TILE_CONFIG_NAMES", "ConvDims", "WindowDim",
-    "encode_node_features", "sequence_features", "tile_config_features",
-]
+from competition.data.hlo import ELEMENT_TYPES, NODE_FEATURE_INDEX, NODE_FEATURE_NAMES
 
 # Column offsets used by the encoder.
 _COL = NODE_FEATURE_INDEX

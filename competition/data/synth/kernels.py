@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from competition.data.hlo import ELEMENT_BYTES
 from competition.data.synth.graphs import HloBuilder, HloGraph, Instr
-from competition.data.synth.hlo_encoding import ELEMENT_BYTES
 from competition.data.synth.names import ModelSpec
 
 KERNEL_KINDS = ("convolution", "dot", "elementwise", "reduce", "transpose", "empty")

@@ -29,7 +29,7 @@ Layout (a whole program, one layout per configurable node per config)
       pay no copy (version 5; versions 2-4 charged one, and a broken fusion). In the real graphs with
       runtimes an additive model of the tensor settings fits the runtimes exactly, and a rule that
       charges a disagreement ranks every one of them worse than without that charge
-      (docs/synthetic-data.md, "Version 5");
+      (docs/journal/2026-11-27-what-real-runtimes-teach.md, "Version 5: no charge between neighbours");
     - the fixed cost of every other node of the program (flops and bytes from the shapes).
 Both: int64 nanoseconds, times a multiplicative log-normal measurement noise.
 """

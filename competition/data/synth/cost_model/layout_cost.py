@@ -34,7 +34,8 @@ class LayoutPhysics:
     holds across them rather than one program's constants. The defaults are version 2's single model.
     Version 5 dropped the copies that versions 2-4 charged between neighbours whose layouts disagree
     (and the fusion such a copy broke): in the real graphs with runtimes, a setting costs through the
-    tensor it sets and nothing else (docs/synthetic-data.md, "Version 5").
+    tensor it sets and nothing else (docs/journal/2026-11-27-what-real-runtimes-teach.md,
+    "Version 5: no charge between neighbours").
     """
 
     node_layout_weight: float = NODE_LAYOUT_WEIGHT  # share paid of the own-layout (padding, order) penalty

@@ -31,3 +31,21 @@ def wants_json(args) -> bool:
     """Whether the command was asked for JSON on stdout (``--json``; ``solve --json`` without a file)."""
     value = getattr(args, "json", None)
     return value is True or value == "-"
+
+
+def json_in_argv(parser, argv) -> bool:
+    """``wants_json`` for a command line argparse refused (no ``args`` to ask): ``--json`` in ``argv``
+    where ``parser``'s command has it as a flag, or without a file name (``--json -``, ``--json=-``, or
+    followed by another option) where it takes one (``solve --json [REPORT.json]``)."""
+    action = next((a for a in parser._actions if "--json" in a.option_strings), None)
+    if action is None:
+        return False
+    takes_file = action.nargs == "?"
+    for i, token in enumerate(argv):
+        if token == "--json=-":
+            return True
+        if token == "--json":
+            following = argv[i + 1] if i + 1 < len(argv) else None
+            if not takes_file or following is None or following == "-" or following.startswith("-"):
+                return True
+    return False
