@@ -149,3 +149,34 @@ def test_a_toy_third_task_kind_is_validated_scored_and_solved_by_the_kit_unchang
         assert facts["validation"] == facts["loaded_validation"], method
         assert -1.0 <= facts["validation"] <= 1.0 and -1.0 <= facts["score"] <= 1.0, method
 
+
+
+def test_a_kind_with_its_own_config_columns_gets_them_as_features_in_process():
+    """The features' plan for a kind that is neither layout rows nor tile bounds: its config columns,
+    signed-log scaled, one name per column (the toy kind above runs it in a child process)."""
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import competition.tasks as tasks
+    from solutions.features.kinds import LAYOUT_ROWS, TILE_BOUNDS, feature_plan
+    from solutions.features.log_scale import signed_log1p
+
+    @dataclass(frozen=True, eq=False, repr=False)
+    class WideTask(tasks.TileTask):
+        """Not registered: the plan is built from the task object alone."""
+
+    wide = WideTask(name="wide", metric=tasks.TILE_SLOWDOWN, config_key="wide_config_feat",
+                    npz_spec={**tasks._GRAPH_SPEC, "wide_config_feat": (np.dtype(np.float32), ("c", 3)),
+                              **tasks._RUNTIME_SPEC},
+                    has_normalizers=False, config_per_node=False, k=1)
+    plan = feature_plan(wide)
+    assert plan not in (LAYOUT_ROWS, TILE_BOUNDS) and "wide" in plan.configs
+    assert plan.config_names() == ["log_config_0", "log_config_1", "log_config_2"]
+    configs = np.array([[0.0, 9.0, -99.0], [1.0, 2.0, 3.0]], dtype=np.float32)
+    graph = SimpleNamespace(configs=configs)
+    np.testing.assert_array_equal(plan.config_features(graph, None), signed_log1p(configs.astype(np.float64)))
+    np.testing.assert_array_equal(plan.config_features(graph, np.array([1])),
+                                  signed_log1p(configs[[1]].astype(np.float64)))
+    assert feature_plan("tile") is TILE_BOUNDS and feature_plan("layout") is LAYOUT_ROWS

@@ -394,6 +394,12 @@ def test_shown_query_values_and_plain_paths_stay_readable():
     (["export", "--out", "/nonexistent/dir/x.csv"], "the folder /nonexistent/dir does not exist"),
     (["serve", "--port", "99999"], "--port 99999: a port is a number from 1 to 65535"),
     (["serve", "--body-timeout", "0"], "--header-timeout and --body-timeout are seconds"),
+    (["serve", "--header-timeout", "99999"], "--header-timeout and --body-timeout are seconds"),
+    (["serve", "--workers", "0"], "--workers, --scoring-slots, --max-upload-mb and --scoring-timeout must"),
+    (["serve", "--workers", "1000"], "--workers and --scoring-slots at most 256"),
+    (["serve", "--board-cache", "-1"], "--board-cache must be 0 (no caching) or more"),
+    (["serve", "--max-uncounted-per-day", "0"], "--max-uncounted-per-day and --max-team-mb must be positive"),
+    (["serve", "--public-url", "ftp://example.org"], "expected an http:// or https:// URL"),
     (["add-team", "a\u2028b"], "control characters or line separators"),
     (["add-team", "   "], "a team name cannot be empty"),
 ])
@@ -402,6 +408,44 @@ def test_host_commands_refuse_bad_values_in_one_line(sqlite_url, tiny, capsys, a
     assert main(["leaderboard", argv[0], "--db", sqlite_url, *argv[1:]]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.count("\n") == 0 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_hands_uvicorn_the_read_deadlines_and_the_settings(sqlite_url, tiny, capsys, monkeypatch,
+                                                                 workers):
+    """What `serve` starts, without starting it: one process gets the app and the deadline protocol; several
+    read their settings (timeouts included) from the environment and the protocol by name."""
+    import uvicorn
+
+    init_competition(sqlite_url, tiny).db.dispose()
+    started = {}
+    monkeypatch.setattr(uvicorn, "run", lambda target, **kwargs: started.update(target=target, **kwargs))
+    monkeypatch.setattr(os, "environ", dict(os.environ))
+    assert main(["leaderboard", "serve", "--db", sqlite_url, "--host", "127.0.0.1", "--port", "8123",
+                 "--workers", str(workers), "--header-timeout", "7", "--body-timeout", "30"]) == 0
+    assert started["host"] == "127.0.0.1" and started["port"] == 8123
+    assert "Serving" in capsys.readouterr().err
+    if workers == 1:
+        assert callable(started["target"]) and started["http"] is not None and "workers" not in started
+    else:
+        assert started["target"] == "leaderboard.app:app_from_env" and started["factory"] is True
+        assert started["workers"] == 2 and started["http"] == "leaderboard.server:DeadlineProtocol"
+        restored = Settings.from_env()
+        assert (restored.header_timeout_s, restored.body_timeout_s) == (7.0, 30.0)
+
+
+def test_serve_on_a_taken_address_says_so_in_one_line(sqlite_url, tiny, capsys, monkeypatch):
+    import uvicorn
+
+    init_competition(sqlite_url, tiny).db.dispose()
+
+    def taken(*args, **kwargs):
+        raise OSError(98, "Address already in use")
+
+    monkeypatch.setattr(uvicorn, "run", taken)
+    assert main(["leaderboard", "serve", "--db", sqlite_url, "--port", "8124"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == "tpugraphs leaderboard: cannot listen on 127.0.0.1:8124: Address already in use"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,3 +535,32 @@ def test_slow_headers_and_slow_bodies_are_closed(site):
             b"Content-Type: multipart/form-data; boundary=b\r\n\r\n--b")
     assert _closed_within(server.port, body, 4)  # body: 1.5 s (401: answered, the rest never comes)
     assert httpx.get(f"{server.url}/health", timeout=10).status_code == 200  # others are served
+
+
+def test_malformed_upload_forms_are_refused_with_what_is_wrong(tmp_path, tiny):
+    """Two files, too many fields, an oversized field: each refused in words, nothing counted; an unknown
+    charset in the content type is read as latin-1 rather than failing."""
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    leaderboard = init_competition(url, tiny)
+    _, token = leaderboard.add_team("Alpha")
+    app = create_app(Settings(db_url=url, board_cache_s=0.0))
+    csv = tiny.submission(1)
+    with LiveServer(app) as server:
+        post = f"{server.url}/api/submissions"
+        two = httpx.post(post, headers=bearer(token), timeout=30,
+                         files=[("file", ("a.csv", csv, "text/csv")), ("file", ("b.csv", csv, "text/csv"))])
+        assert two.status_code == 422 and "one file per submission" in two.json()["detail"], two.text
+        many = httpx.post(post, headers=bearer(token), timeout=30, data={f"f{i}": "x" for i in range(12)},
+                          files={"file": ("s.csv", csv, "text/csv")})
+        assert many.status_code == 422 and "too many fields" in many.json()["detail"], many.text
+        big = httpx.post(post, headers=bearer(token), timeout=30, data={"description": "x" * 300_000},
+                         files={"file": ("s.csv", csv, "text/csv")})
+        assert big.status_code == 413 and "'description' is over 256 KiB" in big.json()["detail"], big.text
+        boundary = "b0und4ry"
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"s.csv\"\r\n"
+                f"Content-Type: text/csv\r\n\r\n").encode() + csv + f"\r\n--{boundary}--\r\n".encode()
+        odd = httpx.post(post, timeout=30, content=body, headers={
+            **bearer(token), "Content-Type": f"multipart/form-data; boundary={boundary}; charset=no-such"})
+        assert odd.status_code in (200, 201, 202), odd.text
+    with leaderboard.db.reader() as session:
+        assert session.query(Submission).count() == 1  # only the well-formed upload
