@@ -11,11 +11,17 @@ import csv
 import io
 import os
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
@@ -176,6 +182,38 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def served_in_a_child(db_url: str, *serve_args: str, start_s: float = 60.0
+                      ) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``tpugraphs leaderboard serve`` in a child process on a free loopback port: yields ``(base url,
+    process)`` once /health answers, and stops it afterwards. Fails the test with the server's output
+    when it exits or does not answer within ``start_s``."""
+    port = free_port()
+    root = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "competition.cli", "leaderboard", "serve", "--db", db_url,
+             "--port", str(port), "--log-level", "warning", *serve_args],
+            cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=output, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + start_s
+            while True:
+                try:
+                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if process.poll() is not None or time.monotonic() > deadline:
+                    output.seek(0)
+                    pytest.fail(f"the server did not start: {output.read().decode(errors='replace')}")
+                time.sleep(0.1)
+            yield url, process
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
 
 
 class LiveServer:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
-import subprocess
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from lb_support import LiveServer, bearer, form_post, free_port, init_competition
+from lb_support import LiveServer, bearer, form_post, init_competition, served_in_a_child
 
 from competition.cli import main
 from leaderboard import sessions
@@ -315,24 +313,8 @@ def test_twenty_concurrent_16_mib_uploads_from_a_refused_team_leave_memory_bound
     team, token = leaderboard.add_team("Spent")
     with leaderboard.db.writer() as session:
         session.add(DailyQuota(team_id=team.id, day=utcnow().date(), used=1))
-    port = free_port()
-    root = Path(__file__).resolve().parents[2]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "competition.cli", "leaderboard", "serve", "--db", url, "--port", str(port),
-         "--log-level", "warning"], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
     content = b"ID,TopConfigs\n" + b"0" * (16 * MIB - 100)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+    with served_in_a_child(url) as (base, process):
         before = _rss_bytes(process.pid)
 
         def one(_: int) -> httpx.Response:
@@ -342,9 +324,6 @@ def test_twenty_concurrent_16_mib_uploads_from_a_refused_team_leave_memory_bound
         with ThreadPoolExecutor(20) as pool:
             answers = list(pool.map(one, range(20)))
         after = _rss_bytes(process.pid)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
     assert [a.status_code for a in answers] == [429] * 20
     assert after - before <= 64 * MIB, f"the server grew by {(after - before) / MIB:.0f} MiB"
     leaderboard.db.dispose()

@@ -7,17 +7,12 @@ for the counter; exactly five may win. The multi-process test runs ``serve --wor
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
-from lb_support import LiveServer, bearer, free_port, init_competition
+from lb_support import LiveServer, bearer, init_competition, served_in_a_child
 
 from leaderboard.app import create_app
 from leaderboard.models import REFUSED, SCORED, DailyQuota, Submission
@@ -72,30 +67,8 @@ def test_concurrent_uploads_respect_the_limit_on_postgresql(postgres_db, tiny):
 def test_two_server_processes_share_one_limit_on_postgresql(postgres_db, tiny):
     leaderboard = init_competition(postgres_db, tiny, daily_limit=LIMIT)
     _, token = leaderboard.add_team("Racers")
-    port = free_port()
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "competition.cli", "leaderboard", "serve", "--db", postgres_db,
-         "--port", str(port), "--workers", "2", "--log-level", "warning"],
-        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"server did not start: {process.stdout.read().decode()}")
-            time.sleep(0.2)
+    with served_in_a_child(postgres_db, "--workers", "2") as (url, _):
         answers = _fire(url, token, [tiny.submission(seed) for seed in range(UPLOADS)])
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
     assert sorted(a.status_code for a in answers) == [201] * LIMIT + [429] * (UPLOADS - LIMIT)
     with leaderboard.db.reader() as session:
         assert session.query(DailyQuota).one().used == LIMIT
