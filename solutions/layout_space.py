@@ -32,6 +32,7 @@ from competition.data.graphs import LayoutGraph
 from competition.data.hlo import NODE_FEATURE_INDEX, OPCODE_NAMES
 from competition.data.protos.layout import LAYOUT_MAX_DIMS, LAYOUT_PADDING
 from competition.data.protos.schema import PRIMITIVE_TYPE_ONE_HOT
+from solutions.features.layout_geometry import operand_spans
 
 SLOTS = LAYOUT_MAX_DIMS  # layout dims per tensor in node_config_feat (output, input, kernel: 3 x 6 = 18)
 TENSORS = ("output", "input", "kernel")
@@ -388,15 +389,14 @@ def space_of_graph(graph: LayoutGraph) -> LayoutSpace:
     there (a convolution's kernel: the operand whose spatial dims are the window), else taken in order.
     """
     feat = graph.node_feat
-    consumers, producers = graph.edge_index[:, 0], graph.edge_index[:, 1]
+    producers, starts, stops = operand_spans(graph)
     configs = graph.node_config_feat
     top = configs.max(axis=0, initial=UNSET).reshape(len(graph.node_config_ids), 3, SLOTS).max(axis=2) \
         if len(configs) else np.full((len(graph.node_config_ids), 3), UNSET)
     nodes = []
     for j, position in enumerate(np.asarray(graph.node_config_ids, dtype=np.int64)):
         opcode = OPCODE_NAMES.get(int(graph.node_opcode[position]), "other")
-        span = slice(np.searchsorted(consumers, position), np.searchsorted(consumers, position, "right"))
-        pool = [_graph_shape(feat, int(v)) for v in producers[span][:2]]
+        pool = [_graph_shape(feat, int(v)) for v in producers[starts[j]:stops[j]][:2]]
         if len(pool) == 2 and _swapped(feat, int(position), opcode, pool, top[j]):
             pool.reverse()
         if opcode in TWO_MINOR and len(pool) == 1:
