@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_real import METHODS, _fit, find_real_graphs, only_matching, real_data_parser
+from benchmarks.bench_real import METHODS, find_real_graphs, fit_method, only_matching, real_data_parser
 from competition.collections import Collection
 from competition.data.graphs import LayoutGraph
 from competition.data.locate import embedded_competition
@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def model(method: str, collection: Collection):
         key = (method, collection.name)
         if key not in models:
-            models[key] = _fit(method, {}, public, collection, args.seed, None)
+            models[key] = fit_method(method, {}, public, collection, args.seed, None)
         return models[key]
 
     results = {}

@@ -621,7 +621,7 @@ def _within_entry(real, method: str, predictions: list[list[np.ndarray]], truths
     entry = {"graph": real.name, "method": method, **timing, "runs": len(predictions)}
     if not timing["failed"] and predictions:
         cell = bench_real.Cell(real.name, method, "within", units=[], fit_seconds=timing["train_s"])
-        bench_real._summarise(cell, real, predictions, truths, seed=0)
+        bench_real.summarise_cell(cell, real, predictions, truths, seed=0)
         entry.update(estimate=cell.estimate, low=cell.low, high=cell.high, scores=cell.runs)
     return entry
 

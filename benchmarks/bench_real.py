@@ -322,7 +322,7 @@ def _make(method: str, params: dict[str, object], collection: Collection):
     return get_method(method).build(collection, params)
 
 
-def _fit(method: str, params: dict[str, object], data_dir: Path, collection: Collection, seed: int,
+def fit_method(method: str, params: dict[str, object], data_dir: Path, collection: Collection, seed: int,
          time_budget_s: float | None):
     from solutions.method import FitOptions, SplitSource
 
@@ -333,7 +333,7 @@ def _fit(method: str, params: dict[str, object], data_dir: Path, collection: Col
     return model
 
 
-def _summarise(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]],
+def summarise_cell(cell: Cell, real: RealGraph, predictions: list[list[np.ndarray]],
                truths: list[list[Graph | Truth]], seed: int) -> Cell:
     """Fill ``cell`` from the predictions of every run (each a list, one entry per graph of ``real``)."""
     if real.collection.task.name == "layout":
@@ -373,7 +373,7 @@ def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dir
                 for name in wanted:
                     collection = COLLECTION_BY_NAME[name]
                     started = time.perf_counter()
-                    model = _fit(base, params, public, collection, seed, time_budget_s)
+                    model = fit_method(base, params, public, collection, seed, time_budget_s)
                     fit_seconds[name] += time.perf_counter() - started
                     for real in real_graphs:
                         if real.collection.name == name:
@@ -388,7 +388,7 @@ def run_transfer(real_graphs: list[RealGraph], methods: Sequence[str], synth_dir
                         fit_seconds=fit_seconds[real.collection.name])
             runs = predictions[real.name]
             truth = list(real.graphs)  # read once for every run
-            cells.append(_summarise(cell, real, runs, [truth] * len(runs), seed=0))
+            cells.append(summarise_cell(cell, real, runs, [truth] * len(runs), seed=0))
     return cells
 
 
@@ -477,7 +477,7 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
                     began = time.perf_counter()
                     for seed in seeds:
                         fit_started = time.perf_counter()
-                        model = _fit(base, params, root, real.collection, seed, time_budget_s)
+                        model = fit_method(base, params, root, real.collection, seed, time_budget_s)
                         fit_seconds[method] += time.perf_counter() - fit_started
                         predictions[method].append([np.asarray(model.predict(real.collection, g),
                                                                dtype=np.float64) for g in tests])
@@ -492,7 +492,7 @@ def run_within(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
             continue
         for method in methods:
             cell = Cell(real.name, method, "within", units=units, fit_seconds=fit_seconds[method])
-            cells.append(_summarise(cell, real, predictions[method], truths, seed=0))
+            cells.append(summarise_cell(cell, real, predictions[method], truths, seed=0))
             say(f"  within {method:<10} {real.name:<52} {wall[method]:6.1f} s")
     return cells
 
@@ -647,7 +647,7 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
                 for tree in trees if learned[method] else [work] * draws:
                     for seed in seeds:
                         fit_started = time.perf_counter()
-                        model = _fit(base, params, tree, collection, seed, time_budget_s)
+                        model = fit_method(base, params, tree, collection, seed, time_budget_s)
                         spent = time.perf_counter() - fit_started
                         for real in ranked:
                             key = (method, real.name)
@@ -673,7 +673,7 @@ def run_across(real_graphs: list[RealGraph], methods: Sequence[str], seeds: Sequ
                 truth = list(real.graphs)  # read once for every run
                 units = [f"draw {draw}" for draw in range(draws) for _ in seeds]
                 cell = Cell(real.name, method, "across", units=units, fit_seconds=fit_seconds[key])
-                cells.append(_summarise(cell, real, runs[key], [truth] * len(runs[key]), seed=0))
+                cells.append(summarise_cell(cell, real, runs[key], [truth] * len(runs[key]), seed=0))
     return cells
 
 

@@ -64,7 +64,7 @@ def test_transfer_cells_carry_the_training_time_of_the_models_that_ranked_them(m
         time.sleep(0.02)
         return Constant()
 
-    monkeypatch.setattr(bench_real, "_fit", slow_fit)
+    monkeypatch.setattr(bench_real, "fit_method", slow_fit)
     real, _ = bench_real.find_real_graphs(None)  # the protos the kit ships
     competitions = {0: Path("a"), 1: Path("b")}
     cells = bench_real.run_transfer(real, ["random"], competitions, [0, 1], time_budget_s=None,
@@ -252,7 +252,7 @@ def test_within_holds_one_draw_on_disk_and_writes_no_test_split(tmp_path, monkey
         assert [load_graph(p).num_configs for p in split_dir(root, collection, "train").glob("*.npz")] == [60]
         return Perfect()
 
-    monkeypatch.setattr(bench_real, "_fit", fit)
+    monkeypatch.setattr(bench_real, "fit_method", fit)
     cells = bench_real.run_within([real], ["gbdt", "gnn"], [0, 1], draws=3, time_budget_s=None,
                                   say=lambda *_: None)
     assert seen == [(m, s) for _ in range(3) for m in ("gbdt", "gnn") for s in (0, 1)]
