@@ -18,7 +18,7 @@ import pytest
 # A test process (and each pytest-xdist worker) runs torch's OpenMP runtime and LightGBM's side by side.
 # OpenMP threads spin while they wait by default; once torch has worked, its idle threads then take the
 # cores from every later LightGBM fit, which runs many times slower. The policy is read when a runtime
-# loads, so it is set here, before any test module imports torch or lightgbm (solutions.gbdt.boosting
+# loads, so it is set here, before any test module imports torch or lightgbm (methods.gbdt.boosting
 # sets it too, but only before its own import of lightgbm).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

@@ -3,7 +3,7 @@
 The kit reduces rows by group in three places:
 
 1. **Tile pooling**: ``TileRanker.encode_graphs`` pools the node states of each kernel of a batch,
-   mean and max, with ``solutions.accel.segment`` over the batch's CSR offsets.
+   mean and max, with ``solutions.compute.accel.segment`` over the batch's CSR offsets.
 2. **Neighbour aggregation**: every ``BidirectionalSAGE`` layer averages, for each node, what its
    producers hold and what its consumers hold (two ``SAGEConv(aggr="mean")``). Measured as the
    gather + ``accel.scatter(..., reduce="mean")`` on either path, and as PyG's own
@@ -12,7 +12,7 @@ The kit reduces rows by group in three places:
    configurable node) contribution to that node's state: ``index_add`` along the node axis of a
    (B, n, h) tensor, against ``torch_scatter.scatter(..., reduce="sum")`` plus the add.
 
-Then whole training steps (forward, ranking loss, backward) of both models with ``solutions.accel``
+Then whole training steps (forward, ranking loss, backward) of both models with ``solutions.compute.accel``
 on either path, and, from torch's profiler, how many torch-scatter kernels each step runs.
 
 Inputs: the small embedded competition (built into ``--competition`` when absent): a 16-kernel tile
@@ -52,10 +52,10 @@ from benchmarks.bench_solutions import ensure_competition
 from benchmarks.realscale import xla_layout_graph
 from competition.collections import get_collection
 from competition.data.graphs import iter_split
-from solutions import accel
-from solutions.gnn.data import LayoutExample, TileExample, layout_example, load_examples, tile_batch
-from solutions.gnn.model import LayoutRanker, TileRanker
-from solutions.gnn.train import GNNConfig, ranking_loss
+from solutions.compute import accel
+from solutions.methods.gnn.data import LayoutExample, TileExample, layout_example, load_examples, tile_batch
+from solutions.methods.gnn.model import LayoutRanker, TileRanker
+from solutions.methods.gnn.train import GNNConfig, ranking_loss
 from solutions.pruning import OneHop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +67,7 @@ DEFAULTS = GNNConfig(engineered_features=False)
 
 @contextmanager
 def scatter_path(use_extra: bool) -> Iterator[None]:
-    """Run ``solutions.accel`` on torch-scatter (True) or on torch's own ops (False)."""
+    """Run ``solutions.compute.accel`` on torch-scatter (True) or on torch's own ops (False)."""
     saved = accel.WITH_TORCH_SCATTER
     accel.WITH_TORCH_SCATTER = use_extra
     try:
@@ -380,14 +380,14 @@ def main(argv: list[str] | None = None) -> int:
 
     print("Scatter work, median CPU ms per call; below 1 in the ratio column means torch-scatter is faster. "
           "torch's ops:")
-    print("solutions.accel's fallback (index_add_ + bincount for means, scatter_reduce_ or "
+    print("solutions.compute.accel's fallback (index_add_ + bincount for means, scatter_reduce_ or "
           "segment_reduce for max),")
     print("and for the row scatter the model's own index_add.\n")
     print(timing_table(rows))
-    print("\nWhole training steps with solutions.accel on either path (the same weights and batch):\n")
+    print("\nWhole training steps with solutions.compute.accel on either path (same weights and batch):\n")
     print(timing_table(steps))
     print("\ntorch-scatter kernels run per training step (torch profiler), with / without "
-          "solutions.accel's extra:")
+          "solutions.compute.accel's extra:")
     for label, with_extra, without in kernels:
         print(f"- {label}: {with_extra} / {without}")
     return 0

@@ -34,7 +34,7 @@ the other):
   x3 for a tensor whose layout disagrees with what its neighbour provides or expects): whether
   weighing padding by the work behind it, and charging a disagreement between neighbours, help rank
   the graph (docs/journal/2026-11-27-what-real-runtimes-teach.md, "Version 5: no charge between neighbours";
-  docs/journal/2026-11-26-heuristic-layout-rules-2-and-3.md; ``solutions.heuristics``).
+  docs/journal/2026-11-26-heuristic-layout-rules-2-and-3.md; ``solutions.methods.heuristic``).
 
 Graphs with fewer than 40 configs (``--min-configs``), or without two distinct settings, are left out:
 too few to split.
@@ -64,7 +64,7 @@ from competition.data.locate import embedded_competition
 from competition.data.tree import split_dir
 from competition.metrics.layout import kendall_tau_score
 from competition.stats.noise import pairs_beyond_noise, taus_beyond_noise
-from solutions.dedup import repeat_noise_of
+from solutions.features.dedup import repeat_noise_of
 from solutions.features.layout_geometry import layout_context, layout_geometry
 from solutions.features.shapes import config_chunks
 

@@ -23,8 +23,8 @@ import statistics
 import time
 
 from benchmarks.realscale import xla_layout_graph
-from solutions.gnn.data import make_example
-from solutions.gnn.settings import GNNConfig
+from solutions.methods.gnn.data import make_example
+from solutions.methods.gnn.settings import GNNConfig
 from solutions.pruning import OneHop
 
 

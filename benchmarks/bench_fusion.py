@@ -29,7 +29,7 @@ pairwise hinge), built with a fixed seed.
    (1), with ``GNNConfig.predict_batch_nodes`` rows per pass; configs per second (median of
    ``--repeats`` interleaved rounds). With attention, the peers are ``attention_context`` configs
    (the configs per step the model was trained with: 32 here, and 1,000 in one extra row).
-4. **One epoch of layout training** on (1) with ``solutions.gnn.train.train`` (one step per graph,
+4. **One epoch of layout training** on (1) with ``solutions.methods.gnn.train.train`` (one step per graph,
    shuffled; no validation): the former default (early fusion, no attention, 32 configs) against
    intermediate fusion with attention at 32 and at 1,000 configs per step; median of ``--repeats``
    interleaved epochs, each from a fresh model.
@@ -58,12 +58,12 @@ import torch
 
 from benchmarks.measure import measure_python
 from competition.collections import get_collection
-from solutions.gnn.data import LayoutExample, make_example
-from solutions.gnn.model import LayoutRanker
-from solutions.gnn.ranker import GNNRanker
-from solutions.gnn.settings import DEFAULT_PRUNING
-from solutions.gnn.train import GNNConfig, _layout_step, predict_layout, train
-from solutions.method import SplitSource
+from solutions.methods.base import SplitSource
+from solutions.methods.gnn.data import LayoutExample, make_example
+from solutions.methods.gnn.model import LayoutRanker
+from solutions.methods.gnn.ranker import GNNRanker
+from solutions.methods.gnn.settings import DEFAULT_PRUNING
+from solutions.methods.gnn.train import GNNConfig, _layout_step, predict_layout, train
 from solutions.pruning import parse_pruning
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,8 +224,8 @@ import ctypes, gc, json, statistics, sys, time
 import numpy as np, torch
 from benchmarks.bench_fusion import Stepper, Variant
 from benchmarks.realscale import xla_layout_graph
-from solutions.gnn.data import configurable_links, layout_example
-from solutions.memory import PeakMemory, rss_reader
+from solutions.methods.gnn.data import configurable_links, layout_example
+from solutions.solve.memory import PeakMemory, rss_reader
 fusion, attention, configs, repeats, device = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), \
     int(sys.argv[4]), torch.device(sys.argv[5])
 torch.set_num_threads(1)

@@ -8,7 +8,7 @@ tau.
    ``segments_per_step`` 1), each in a fresh child process whose peak resident memory
    (``ru_maxrss``) is read by a wrapper process of its own (``benchmarks.measure``); the process
    peak is dominated by generating the graph, so each child also samples its resident memory every
-   2 ms during the step (``solutions.memory.PeakMemory``, after ``malloc_trim`` handed the
+   2 ms during the step (``solutions.solve.memory.PeakMemory``, after ``malloc_trim`` handed the
    generator's freed memory back) and reports the step's peak above the memory resident before
    it. A third child takes no step (the sampling's floor). Target: GST's step peak at least 10x
    smaller than the full-graph one.
@@ -44,11 +44,11 @@ _STEP = """
 import ctypes, gc, json, sys, time
 import numpy as np, torch
 from benchmarks.realscale import xla_layout_graph
-from solutions.gnn.data import layout_example
-from solutions.gnn.gst import SegmentTraining
-from solutions.gnn.model import LayoutRanker
-from solutions.gnn.train import GNNConfig, _gst_step, _layout_step
-from solutions.memory import PeakMemory, rss_reader
+from solutions.methods.gnn.data import layout_example
+from solutions.methods.gnn.gst import SegmentTraining
+from solutions.methods.gnn.model import LayoutRanker
+from solutions.methods.gnn.train import GNNConfig, _gst_step, _layout_step
+from solutions.solve.memory import PeakMemory, rss_reader
 mode, segment_size, configs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.manual_seed(0)
 torch.set_num_threads(1)

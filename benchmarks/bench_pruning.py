@@ -45,8 +45,8 @@ from benchmarks.realscale import (
 )
 from competition.data.graphs import LayoutGraph
 from competition.data.realdata import LAYOUT_PROTO as REAL_LAYOUT_PROTO
-from solutions import dedup
-from solutions.dedup import deduplicate_configs, unique_node_config_rows, unique_row_index
+from solutions.features import dedup
+from solutions.features.dedup import deduplicate_configs, unique_node_config_rows, unique_row_index
 from solutions.pruning import (
     ConfigurableOnly,
     GraphTransform,

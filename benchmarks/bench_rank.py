@@ -11,7 +11,7 @@ Two figures, each the median of ``--repeats`` runs:
    --json`` in a fresh process (imports, reading, sampling, checking, featurizing, predicting, the
    report), wall time;
 2. **In process, by phase** (the same steps once the kit is imported): reading the program, drawing the
-   candidates (``solutions.ranking.candidates``), ranking them (``rank_program``: model loading,
+   candidates (``solutions.rank.ranking.candidates``), ranking them (``rank_program``: model loading,
    features, prediction, changes).
 
 usage: python -m benchmarks.bench_rank [--sample 1000] [--repeats 5] [--model DIR] [--method gbdt]
@@ -66,7 +66,7 @@ def end_to_end(program: Path, models: Path, sample: int) -> float:
 
 
 def phases(program: Path, models: Path, sample: int) -> dict[str, float]:
-    from solutions.ranking import candidates, rank_program, read_program
+    from solutions.rank.ranking import candidates, rank_program, read_program
 
     times = {}
     start = time.perf_counter()
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         models = args.model or train(Path(scratch), args.method)
-        from solutions.ranking import read_program
+        from solutions.rank.ranking import read_program
 
         program = read_program(args.program)
         cold = [end_to_end(args.program, models, args.sample) for _ in range(args.repeats)]

@@ -13,7 +13,7 @@ protocols:
   disk whatever ``--draws``. A default-search graph whose program's random search is also at hand (the
   same file name in the source's random-search folders) gets that random search whole beside its train
   part, as a program's two searches sit in the same split of the release (the methods train on their
-  own collection only, so none of them reads it: ``solutions.method.with_random_search``).
+  own collection only, so none of them reads it).
 - **across programs**: the method is trained on the labelled real graphs of *other programs* and ranks
   every config of the held-out program's graphs, as a competitor's model trained on the real training
   split ranks programs it has not seen. Programs are told apart by their graph (opcodes and edges), so
@@ -82,9 +82,9 @@ from competition.stats.noise import (
     pairs_beyond_noise,
     taus_beyond_noise,
 )
-from solutions.dedup import repeat_noise_of
-from solutions.method import get_method, random_search_of
-from solutions.run_checks import SolveError, parse_method_params
+from solutions.features.dedup import repeat_noise_of
+from solutions.methods.registry import get_method
+from solutions.solve.checks import SolveError, parse_method_params
 
 DEFAULT_KAGGLE_TREE = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "kaggle"
 METHODS = ("random", "heuristic", "gbdt", "gnn")
@@ -95,7 +95,7 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     "gnn-former": ("gnn", {"fusion": "early", "config_attention": False, "engineered_features": False,
                            "layout_min_epoch_steps": 1, "average_epochs": 0.0}),
     # Selection on the live weights, not their moving average (layout:xla:random starts from
-    # average_epochs=20: COLLECTION_DEFAULTS in solutions/gnn/settings.py; docs/gnn.md, "Per-collection
+    # average_epochs=20: COLLECTION_DEFAULTS, solutions/methods/gnn/settings.py; docs/gnn.md, "Per-collection
     # defaults").
     "gnn-live-weights": ("gnn", {"average_epochs": 0.0}),
     # Before an epoch took at least 8 steps (issue 25): one step per training graph.
@@ -117,6 +117,12 @@ MIN_WITHIN_CONFIGS = 50  # fewer configs give a test part too small to rank
 ACROSS_VALID_SHARE = 0.2  # across programs: share of the training programs (or configs) in the valid split
 ACROSS_MAX_CONFIGS = 5000  # across programs: configs kept per training graph (gbdt reads 1,000)
 ACROSS_MIN_PROGRAMS = 3  # across programs: fewer training programs, and configs are split instead of programs
+
+
+def random_search_of(collection: Collection) -> Collection:
+    """The random-search layout collection of ``collection``'s source (``layout:xla:default`` ->
+    ``layout:xla:random``)."""
+    return COLLECTION_BY_NAME[f"{collection.task_name}:{collection.source}:random"]
 
 
 class GraphFiles(Sequence[Graph]):
@@ -324,7 +330,7 @@ def _make(method: str, params: dict[str, object], collection: Collection):
 
 def fit_method(method: str, params: dict[str, object], data_dir: Path, collection: Collection, seed: int,
          time_budget_s: float | None):
-    from solutions.method import FitOptions, SplitSource
+    from solutions.methods.base import FitOptions, SplitSource
 
     model = _make(method, params, collection)
     options = FitOptions(seed=seed, progress=False, time_budget_s=time_budget_s)
@@ -822,8 +828,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def _checked_arguments(args: argparse.Namespace) -> tuple[list[str], list[str], list[tuple[str, ...]]] | None:
+    """(methods, protocols, comparisons) of the command line, the variants registered; None (after saying
+    why on stderr) when an argument is refused."""
     methods = [m for m in args.methods.split(",") if m]
     for text in args.variant:
         try:
@@ -831,31 +838,73 @@ def main(argv: Sequence[str] | None = None) -> int:
             texts = dict(pair.split("=", 1) for pair in filter(None, settings.split(",")))
         except ValueError:
             print(f"bench_real: --variant {text!r}: expected NAME:METHOD:KEY=VALUE,...", file=sys.stderr)
-            return 2
+            return None
         try:  # each value read by the method's own schema, as `tpugraphs solve --param` reads it
             VARIANTS[name] = (method, parse_method_params(method, texts))
         except SolveError as exc:
             print(f"bench_real: --variant {text!r}: {exc}", file=sys.stderr)
-            return 2
+            return None
     unknown = [m for m in methods if m not in METHODS and m not in VARIANTS]
     if unknown:
         print(f"bench_real: unknown method(s) {', '.join(unknown)}", file=sys.stderr)
-        return 2
+        return None
     protocols = [p for p in args.protocols.split(",") if p]
     if not protocols or any(p not in PROTOCOLS for p in protocols):
         print(f"bench_real: --protocols {args.protocols!r}: expected a comma-separated list of "
               f"{', '.join(PROTOCOLS)}", file=sys.stderr)
-        return 2
+        return None
     comparisons = [tuple(text.split(":")) for text in args.compare]
     for text, pair in zip(args.compare, comparisons, strict=True):
         if len(pair) != 2 or any(m not in methods for m in pair) or pair[0] == pair[1]:
             print(f"bench_real: --compare {text!r}: expected BASE:NEW, two different methods of --methods "
                   f"({', '.join(methods)})", file=sys.stderr)
-            return 2
+            return None
     if args.folds < 2:
         print(f"bench_real: --folds {args.folds}: needs 2 or more (each fold is ranked by models trained on "
               "the others)", file=sys.stderr)
+        return None
+    return methods, protocols, comparisons
+
+
+def _print_comparisons(cells: list[Cell], comparisons: list[tuple[str, ...]]) -> None:
+    """Each BASE:NEW pair run by run: the official tau, then the pairs beyond the noise where a graph has
+    one."""
+    from benchmarks.compare_real import CompareError, compare_statistic, report
+
+    saved = [c.to_json() for c in cells]
+    statistics = ["tau"] + (["beyond-noise"] if any("beyond_noise" in c for c in saved) else [])
+    for base, new in comparisons:
+        for statistic in statistics:
+            try:
+                pairs, left_out = compare_statistic(saved, base, new, statistic)
+            except CompareError as exc:  # e.g. nothing was measured: the results are written all the same
+                print(f"\n--compare {base}:{new}: {exc}")
+                break
+            print(f"\n{report(pairs, left_out, base, new, statistic=statistic)}")
+
+
+def _print_tables(cells: list[Cell], methods: list[str], protocols: list[str], summaries: dict,
+                  ranked: list) -> None:
+    by_name = {g.name: g for g in ranked}
+    for protocol in protocols:
+        print(f"\n### {protocol}\n")
+        print(table(cells, methods, protocol))
+        if summaries[protocol]:
+            print()
+            print(collection_table(summaries[protocol], methods))
+        beyond = noise_table(cells, methods, protocol, by_name)
+        if beyond is not None:
+            print(f"\n#### {protocol}, on the pairs of configs apart by more than the measurement noise\n")
+            print(beyond)
+            print(BEYOND_NOISE_CAPTION)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    checked = _checked_arguments(args)
+    if checked is None:
         return 2
+    methods, protocols, comparisons = checked
     seeds = [int(s) for s in args.seeds.split(",") if s]
     found, notes = find_real_graphs(args.real, protos=not args.no_protos)
     real_graphs = only_matching(found, args.only, "bench_real")
@@ -885,18 +934,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Layout graphs only: a tile cell is already a mean over one source's kernels.
     collection_of = {g.name: g.collection.name for g in ranked if g.collection.task_name == "layout"}
     summaries = {protocol: collection_summary(cells, protocol, collection_of) for protocol in protocols}
-    by_name = {g.name: g for g in ranked}
-    for protocol in protocols:
-        print(f"\n### {protocol}\n")
-        print(table(cells, methods, protocol))
-        if summaries[protocol]:
-            print()
-            print(collection_table(summaries[protocol], methods))
-        beyond = noise_table(cells, methods, protocol, by_name)
-        if beyond is not None:
-            print(f"\n#### {protocol}, on the pairs of configs apart by more than the measurement noise\n")
-            print(beyond)
-            print(BEYOND_NOISE_CAPTION)
+    _print_tables(cells, methods, protocols, summaries, ranked)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "methods": methods, "protocols": protocols, "seeds": seeds, "synth_seeds": args.synth_seeds,
@@ -907,19 +945,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "collections": summaries,
     }, indent=1) + "\n")
     if comparisons:
-        from benchmarks.compare_real import CompareError, compare_statistic, report
-
-        saved = [c.to_json() for c in cells]
-        # The official tau, then the same runs on the pairs beyond the noise where a graph has one.
-        statistics = ["tau"] + (["beyond-noise"] if any("beyond_noise" in c for c in saved) else [])
-        for base, new in comparisons:
-            for statistic in statistics:
-                try:
-                    pairs, left_out = compare_statistic(saved, base, new, statistic)
-                except CompareError as exc:  # e.g. nothing was measured: the results are written all the same
-                    print(f"\n--compare {base}:{new}: {exc}")
-                    break
-                print(f"\n{report(pairs, left_out, base, new, statistic=statistic)}")
+        _print_comparisons(cells, comparisons)
     print(f"\nwritten: {args.out} ({time.perf_counter() - started:.0f} s)")
     return 0
 

@@ -53,8 +53,8 @@ TEST_CONFIGS = 1_000
 _SOLVE = """
 import json, sys
 from pathlib import Path
-from solutions.method import FitOptions
-from solutions.runner import solve
+from solutions.methods.base import FitOptions
+from solutions.solve.runner import solve
 data, out, cache, method, params = sys.argv[1:]
 options = FitOptions(progress=False, cache_dir=Path(cache) if cache else None)
 report = solve(data, method, out, collections=["layout:nlp:random"], options=options,

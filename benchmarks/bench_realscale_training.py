@@ -44,8 +44,8 @@ SMALL_CONFIGS = 2_000  # valid and test graphs: enough to score, small enough to
 _SOLVE = """
 import json, sys
 from pathlib import Path
-from solutions.method import FitOptions
-from solutions.runner import solve
+from solutions.methods.base import FitOptions
+from solutions.solve.runner import solve
 data, out, cache, params, budget = sys.argv[1:]
 options = FitOptions(progress=False, time_budget_s=float(budget), cache_dir=Path(cache) if cache else None)
 report = solve(data, "gnn", out, collections=["layout:nlp:random"], options=options,

@@ -41,8 +41,8 @@ COMMAND_MODULES = (
     "competition.commands.cache",
     "competition.commands.stats",
     "competition.commands.submit",
-    "solutions.commands",
-    "solutions.rank_command",
+    "solutions.solve.command",
+    "solutions.rank.command",
     "leaderboard.commands",
 )
 

@@ -12,8 +12,11 @@ and layout asks the task instead of branching on the collection's name:
   model should rank (``ranking_target``),
 - what solutions may ask of a kind, as named capabilities: how many listed configs count
   (``top_k``), how many configs a graph needs for its score to say anything (``informative_configs``),
-  whether configs are per configurable node (``config_per_node``: prunable, cached) and whether a model
-  may be selected by cross-validation when few valid graphs are informative (``cross_validates``).
+  what follows from configs set per configurable node (``config_per_node``, read only here: graphs
+  with configurable nodes, ``has_configurable_nodes``; configs read through the memory-mapped
+  processed cache, ``cached``; test configs sampled by ``prepare``, ``prepare_samples_configs``) and
+  whether a model may be selected by cross-validation when few valid graphs are informative
+  (``cross_validates``).
 
 Code outside this module and the graph classes (``competition.data.graphs``) never tests a task's or a
 collection's name: it asks one of these.
@@ -89,6 +92,27 @@ class Task:
     def informative_configs(self) -> int:
         """Fewest configs a graph needs for its score to say anything about a ranking."""
         return 2  # one config ranks one way only
+
+    @property
+    def has_configurable_nodes(self) -> bool:
+        """Whether a graph of this kind names configurable nodes (the second axis of its configs), which
+        pruning keeps and descriptions count."""
+        return self.config_per_node
+
+    @property
+    def cached(self) -> bool:
+        """Whether graphs of this kind are read through the processed cache (configs memory-mapped int8:
+        a layout file can hold 100k configs); files of the other kinds are small and read whole."""
+        return self.config_per_node
+
+    @property
+    def prepare_samples_configs(self) -> bool:
+        """Whether ``prepare`` keeps a sample of a held-out graph's configs (else every config)."""
+        return self.config_per_node
+
+    def configurable_node_count(self, config_shape: tuple[int, ...]) -> int | None:
+        """How many configurable nodes a config tensor of ``config_shape`` sets (None: configs per graph)."""
+        return config_shape[1] if self.config_per_node and len(config_shape) > 1 else None
 
     # -- submission rows ---------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 The entry point for ``torchrun``, which starts Python modules, not console scripts:
 ``torchrun --nproc_per_node=2 -m solutions --data data/demo/public --out sub.csv`` trains the gnn
-in two processes (``solutions.distributed``; docs/training-at-scale.md).
+in two processes (``solutions.compute.distributed``; docs/training-at-scale.md).
 """
 
 from __future__ import annotations

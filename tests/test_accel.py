@@ -1,4 +1,4 @@
-"""solutions.accel: the scatter helpers against slow loops, with and without torch-scatter; and
+"""solutions.compute.accel: the scatter helpers against slow loops, with and without torch-scatter; and
 ``scripts/build_accel.py`` (``make accel``), which builds torch-scatter.
 
 The torch-scatter path runs only where it is installed (``make accel``); elsewhere those tests skip
@@ -20,8 +20,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solutions import accel
-from solutions.accel import scatter, scatter_max, scatter_mean, scatter_sum, segment
+from solutions.compute import accel
+from solutions.compute.accel import scatter, scatter_max, scatter_mean, scatter_sum, segment
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = ROOT / "scripts" / "build_accel.py"

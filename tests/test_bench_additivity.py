@@ -132,7 +132,7 @@ def test_smoke_run_on_the_shipped_proto_and_the_tiny_competition(tiny_competitio
     results = json.loads(out.read_text())
     [proto] = results["real"]
     assert proto["configs"] == 112 and proto["r2"] > 0.99  # the proto's runtimes are additive (docs)
-    # the former rule's charge for disagreement between neighbours ranked it worse (solutions.heuristics);
+    # the former rule's charge for disagreement between neighbours ranked it worse (methods.heuristic);
     # by 0.26 + 0.12 while the convolutions' operands were not found, by 0.11 since (feature version 4)
     assert proto["heuristic"] > proto["rule_1"] + 0.1, proto
     assert proto["heuristic"] >= proto["rule_2"], proto

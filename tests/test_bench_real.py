@@ -15,7 +15,7 @@ from real_protos import KAGGLE_TREE, needs_kaggle_tree, needs_realdata
 from benchmarks import bench_real
 from competition.data.graphs import LayoutGraph, load_graph
 from competition.stats import layout_taus, tau_interval
-from solutions.heuristics import layout_cost
+from solutions.kinds.layout import layout_cost
 
 
 @needs_realdata()
@@ -206,7 +206,7 @@ def test_a_default_search_graph_is_paired_with_its_programs_random_search():
 
 def test_the_within_tree_puts_the_programs_random_search_whole_beside_the_train_part(tmp_path):
     from competition.collections import COLLECTION_BY_NAME
-    from solutions.method import SplitSource, with_random_search
+    from solutions.methods.base import SplitSource
 
     rng = np.random.default_rng(0)
     settings = rng.integers(-1, 3, size=(60, 1, 18)).astype(np.float32)
@@ -217,9 +217,10 @@ def test_the_within_tree_puts_the_programs_random_search_whole_beside_the_train_
     real = bench_real.RealGraph("layout:xla:default:valid/g", collection, [default], "kaggle",
                                 random_search=sibling)
     root, tests = bench_real.within_tree(real, 0, tmp_path)
-    source = with_random_search(SplitSource(root, collection, "train"))
-    assert list(source.collection_names) == ["layout:xla:default", "layout:xla:random"]
-    counts = sorted(g.num_configs for _, g in source.graphs())
+    own = SplitSource(root, collection, "train")
+    beside = SplitSource(root, bench_real.random_search_of(collection), "train")
+    assert beside.collection.name == "layout:xla:random"
+    counts = sorted(g.num_configs for source in (own, beside) for _, g in source.graphs())
     assert counts == [7, 36]  # the sibling whole, and the default search's train part (60 %)
     assert sum(t.num_configs for t in tests) == 12
 
@@ -313,7 +314,7 @@ def test_a_held_out_graph_trains_on_its_collection_else_on_the_other_search_of_i
 
 def test_the_across_tree_splits_each_training_graph_into_train_and_valid(tmp_path, monkeypatch):
     from competition.collections import COLLECTION_BY_NAME
-    from solutions.method import SplitSource
+    from solutions.methods.base import SplitSource
 
     monkeypatch.setattr(bench_real, "ACROSS_MAX_CONFIGS", 40)
     collection = COLLECTION_BY_NAME["layout:xla:random"]
@@ -346,7 +347,7 @@ def test_with_enough_programs_whole_programs_are_valid_and_the_files_are_linked_
                                                                                            monkeypatch):
     from competition.collections import COLLECTION_BY_NAME
     from competition.data.tree import split_dir
-    from solutions.method import SplitSource
+    from solutions.methods.base import SplitSource
 
     monkeypatch.setattr(bench_real, "ACROSS_MAX_CONFIGS", 40)
     collection = COLLECTION_BY_NAME["layout:xla:random"]

@@ -24,7 +24,6 @@ from competition.data.processed_cache import (
     iter_cached_split,
     open_cache,
 )
-from competition.data.tree import split_dir
 from competition.errors import DataFormatError
 
 
@@ -341,7 +340,7 @@ def test_iter_cached_split_builds_each_cache_as_it_is_reached(tiny_competition, 
 
 
 def test_split_source_reads_layout_graphs_through_the_cache(tiny_competition, tmp_path):
-    from solutions.method import SplitSource
+    from solutions.methods.base import SplitSource
 
     public = tiny_competition / "public"
     layout = SplitSource(public, COLLECTION_BY_NAME["layout:nlp:default"], "test")
@@ -355,39 +354,12 @@ def test_split_source_reads_layout_graphs_through_the_cache(tiny_competition, tm
     assert not (tmp_path / "cache" / "tile").exists()
 
 
-def test_a_default_search_source_with_the_random_search_reads_both(tiny_competition, tmp_path):
-    from solutions.method import SplitSource, with_random_search
-
-    public = tiny_competition / "public"
-    default, random = COLLECTION_BY_NAME["layout:xla:default"], COLLECTION_BY_NAME["layout:xla:random"]
-    both = with_random_search(SplitSource(public, default, "train"))
-    assert both.collection == default and both.also == (random,)
-    own = list_split(public, default, "train")
-    other = list_split(public, random, "train")
-    assert both.paths == own + other and len(both) == len(own) + len(other)
-    # each graph keeps its own collection's row ID, so a program tuned by both searches stays two graphs
-    expected = [default.row_id(p.stem) for p in own] + [random.row_id(p.stem) for p in other]
-    assert [row for row, _ in both] == expected
-    assert [row for row, _ in both.graphs(tmp_path / "cache")] == expected
-    assert [c for c, _ in both.entries()] == [default] * len(own) + [random] * len(other)
-    assert (tmp_path / "cache" / "layout" / "xla" / "random").is_dir()  # each collection's own cache folder
-    # sources left as they are: a random search, tile, an already pooled source, no random search at hand
-    assert with_random_search(SplitSource(public, random, "train")).also == ()
-    tile = SplitSource(public, COLLECTION_BY_NAME["tile:xla"], "train")
-    assert with_random_search(tile) == tile
-    assert with_random_search(both) == both
-    partial = tmp_path / "partial"
-    shutil.copytree(public, partial)
-    shutil.rmtree(split_dir(partial, random, "train"))
-    assert with_random_search(SplitSource(partial, default, "train")).also == ()
-
-
 @needs_realdata(LAYOUT_PROTO)
 def test_the_real_layout_graph_reads_the_same_through_the_cache(tmp_path):
     """The real proto, featurized, saved as a released npz and cached: the methods' inputs are the same."""
     from competition.data.protos.featurize import featurize_file
     from solutions.features.engineered import FeatureSettings, config_features
-    from solutions.heuristics import layout_cost
+    from solutions.kinds.layout import layout_cost
 
     [(_, graph)] = featurize_file(LAYOUT_PROTO)
     save_graph(graph, tmp_path / "real.npz")
@@ -427,7 +399,6 @@ def test_cache_command_builds_then_reuses(tiny_competition, tmp_path, capsys):
 
 
 def test_cache_command_names_a_corrupt_file_and_caches_the_others(tiny_competition, tmp_path, capsys):
-    import shutil
 
     from competition.cli import main
 

@@ -1,4 +1,4 @@
-"""solutions.dedup: config deduplication, distinct (node, config) rows, compute-once-scatter-back."""
+"""solutions.features.dedup: config deduplication, distinct (node, config) rows, compute-once-scatter-back."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from benchmarks.realscale import write_nlp_npz
 from competition.data.compact import pack_layout_configs
 from competition.data.graphs import load_graph
-from solutions import dedup
-from solutions.dedup import (
+from solutions.features import dedup
+from solutions.features.dedup import (
     POLICIES,
     apply_unique,
     deduplicate_configs,

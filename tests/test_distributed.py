@@ -1,4 +1,4 @@
-"""Multi-process data-parallel training (solutions.distributed): torchrun with 2 CPU processes (gloo)."""
+"""Multi-process data-parallel training (solutions.compute.distributed): torchrun, 2 CPU processes (gloo)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from competition.data.graphs import expected_from_data_dir
 from competition.stats import intervals
 from competition.submission import validate_submission
-from solutions.method import FitOptions
-from solutions.runner import SolveError, solve
+from solutions.methods.base import FitOptions
+from solutions.solve.runner import SolveError, solve
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ["--param", "layout_epochs=2", "--param", "tile_epochs=1", "--param", "hidden=16", "--param",
@@ -72,8 +72,8 @@ def _train_rank(rank: int, world_size: int, init_file: str, tiny: str, out_dir: 
     import torch.distributed as dist
 
     from competition.collections import COLLECTION_BY_NAME
-    from solutions.gnn import GNNRanker
-    from solutions.method import SplitSource
+    from solutions.methods.base import SplitSource
+    from solutions.methods.gnn import GNNRanker
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size)
     try:
@@ -109,7 +109,7 @@ def test_ranks_keep_identical_weights_and_select_the_same_epoch(tiny_competition
 
 
 def test_ranks_split_the_files_round_robin():
-    from solutions.distributed import World
+    from solutions.compute.distributed import World
 
     assert World(0, 2).shard(5) == [0, 2, 4] and World(1, 2).shard(5) == [1, 3]
     assert World(2, 3).shard(2) == [] and World().shard(3) == [0, 1, 2]

@@ -23,7 +23,6 @@ from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import ranking_from_predictions
 from competition.tasks import LAYOUT as LAYOUT_TASK
 from competition.tasks import TILE as TILE_TASK
-from solutions.baselines import RandomMethod
 from solutions.features.engineered import (
     FEATURE_VERSION,
     FeatureSettings,
@@ -32,19 +31,21 @@ from solutions.features.engineered import (
     standardized,
 )
 from solutions.features.graph_facts import graph_feature_names
-from solutions.features.kinds import feature_plan
 from solutions.features.layout import layout_feature_names, layout_features
 from solutions.features.layout_geometry import layout_context, tied_groups
 from solutions.features.tile import tile_feature_names
-from solutions.gbdt import GBDTRanker, pairwise
-from solutions.gbdt.boosting import best_round, has_splittable_feature, official_metric
-from solutions.gbdt.pairwise import PairwiseObjective, pairwise_gradients, pairwise_loss
-from solutions.gbdt.queries import Queries, relevance_labels
-from solutions.heuristics import HeuristicMethod
-from solutions.method import FitOptions, RankingMethod, SavedModelError, SplitSource
-from solutions.runner import graph_score
-from solutions.selection import CROSS_VALIDATION, CV_FOLDS, VALID, cv_fold_of, plan_selection
-from solutions.settings import SettingError
+from solutions.kinds import kind_of
+from solutions.methods.base import FitOptions, RankingMethod, SplitSource
+from solutions.methods.gbdt import GBDTRanker, pairwise
+from solutions.methods.gbdt.boosting import best_round, has_splittable_feature, official_metric
+from solutions.methods.gbdt.pairwise import PairwiseObjective, pairwise_gradients, pairwise_loss
+from solutions.methods.gbdt.queries import Queries, relevance_labels
+from solutions.methods.heuristic import HeuristicMethod
+from solutions.methods.random import RandomMethod
+from solutions.methods.selection import CROSS_VALIDATION, CV_FOLDS, VALID, cv_fold_of, plan_selection
+from solutions.settings.schema import SettingError
+from solutions.solve.runner import graph_score
+from solutions.store.saved import SavedModelError
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
 LAYOUT = COLLECTION_BY_NAME["layout:xla:random"]
@@ -140,7 +141,7 @@ def test_feature_matrix_shape_matches_the_names(task: str, center: bool):
     names = feature_names(settings)
     config_names = tile_feature_names() if task == "tile" else layout_feature_names()
     assert len(names) == len(set(names)) == (
-        len(graph_feature_names(feature_plan(task).graph_facts)) + len(config_names) * (2 if center else 1))
+        len(graph_feature_names(kind_of(task).graph_facts)) + len(config_names) * (2 if center else 1))
     features = config_features(graph, settings)
     assert features.shape == (7, len(names)) and features.dtype == np.float32
     assert np.isfinite(features).all()
@@ -277,7 +278,9 @@ def test_feature_task_must_match_the_graph():
 @pytest.mark.parametrize("task", ["tile", "layout"])
 def test_feature_settings_of_another_version_are_refused(task, version):
     saved = {"task": task, "center_per_graph": True, "version": version}
-    with pytest.raises(ValueError, match=f"saved features are version {re.escape(repr(version))}, this "
+    whole = isinstance(version, int) and not isinstance(version, bool)
+    shown = str(version) if whole else f"{version!r} (not a whole number)"
+    with pytest.raises(ValueError, match=f"saved features are version {re.escape(shown)}, this "
                                          f"code computes version {FEATURE_VERSION}"):
         FeatureSettings.from_json(saved)
     saved["version"] = FEATURE_VERSION
@@ -719,7 +722,7 @@ def test_a_dataset_too_small_to_split_is_detected():
 
 
 def test_take_features_moves_the_rows_into_one_matrix_without_holding_them_twice():
-    from solutions.gbdt.queries import Queries
+    from solutions.methods.gbdt.queries import Queries
 
     rng = np.random.default_rng(0)
     parts = [rng.random((n, 3)).astype(np.float32) for n in (4, 1, 7, 2)] * 20  # more parts than NPY_MAXARGS

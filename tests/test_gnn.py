@@ -1,4 +1,4 @@
-"""solutions.gnn and solutions.features.log_scale: shapes, losses, preprocessing, and short fits on the tiny
+"""solutions.methods.gnn and features.log_scale: shapes, losses, preprocessing, and short fits on the tiny
 competition."""
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from competition.collections import COLLECTION_BY_NAME
 from competition.data.graphs import LayoutGraph, TileGraph, iter_split
 from solutions.features.log_scale import scale_node_features, scale_tile_config_features, signed_log1p
-from solutions.gnn import GNNRanker
-from solutions.gnn.config_store import ConfigStore, most_common_rows
-from solutions.gnn.data import (
+from solutions.methods.base import FitOptions, SplitSource
+from solutions.methods.gnn import GNNRanker
+from solutions.methods.gnn.config_store import ConfigStore, most_common_rows
+from solutions.methods.gnn.data import (
     config_vector_width,
     layout_example,
     load_examples,
@@ -27,13 +28,13 @@ from solutions.gnn.data import (
     tile_batch,
     tile_example,
 )
-from solutions.gnn.model import LayoutRanker, TileRanker, output_slot_features
-from solutions.gnn.ranker import FORMAT_VERSION
-from solutions.gnn.settings import GNNConfig
-from solutions.gnn.train import pairwise_hinge_loss, predict_layout, train
-from solutions.method import FitOptions, SavedModelError, SplitSource
+from solutions.methods.gnn.model import LayoutRanker, TileRanker, output_slot_features
+from solutions.methods.gnn.ranker import FORMAT_VERSION
+from solutions.methods.gnn.settings import GNNConfig
+from solutions.methods.gnn.train import pairwise_hinge_loss, predict_layout, train
 from solutions.pruning import ConfigurableOnly, KHopToConsumers, MergeDroppedRuns, OneHop
-from solutions.settings import SettingError
+from solutions.settings.schema import SettingError
+from solutions.store.saved import SavedModelError
 
 FAST = {"layout_epochs": 2, "tile_epochs": 2, "hidden": 16, "layers": 2, "layout_valid_configs": 16}
 ONEHOP = OneHop()  # the default pruning (GNNConfig().pruning)
@@ -372,7 +373,7 @@ def test_the_moving_average_follows_its_rule_step_by_step(monkeypatch, average_e
     """Against a float64 reference from the weights after every step: the average starts from the
     first step's weights and each later step moves it 1 / horizon of the way, so an endless horizon
     keeps the first step's weights."""
-    from solutions.gnn import train as train_module
+    from solutions.methods.gnn import train as train_module
 
     steps: list[dict] = []
     real_average = train_module._moving_average
@@ -405,7 +406,7 @@ def test_the_moving_average_follows_its_rule_step_by_step(monkeypatch, average_e
 
 @pytest.mark.parametrize("average_epochs", [0.0, 2.0])
 def test_the_kept_weights_score_what_selection_saw(average_epochs):
-    from solutions.gnn.train import score_examples
+    from solutions.methods.gnn.train import score_examples
 
     config = GNNConfig(layout_epochs=6, eval_every=1, lr=0.05, layout_valid_configs=1000,
                        average_epochs=average_epochs)
@@ -428,7 +429,7 @@ def test_the_kept_weights_score_what_selection_saw(average_epochs):
 ])
 def test_an_epoch_takes_at_least_min_epoch_steps_passing_over_few_graphs_evenly(
         monkeypatch, graphs, min_epoch_steps, steps_per_epoch):
-    from solutions.gnn import train as train_module
+    from solutions.methods.gnn import train as train_module
 
     seen: list[str] = []
     real_step = train_module._layout_step
@@ -465,7 +466,7 @@ def test_nothing_to_learn_is_an_error():
 def test_cached_example_matches_the_in_memory_one(tmp_path):
     from competition.data.graphs import save_graph
     from competition.data.processed_cache import build_cache
-    from solutions.gnn.data import cached_layout_example
+    from solutions.methods.gnn.data import cached_layout_example
 
     graph = layout_graph(num_configs=40, seed=5)
     graph.node_config_feat[7], graph.config_runtime[7] = graph.node_config_feat[3], 1  # a faster duplicate
@@ -683,8 +684,8 @@ def test_solve_refuses_bad_pruning_before_training(tiny_competition, tmp_path, c
 def test_pruning_names_are_documented():
     from pathlib import Path
 
-    from solutions import commands
     from solutions.pruning import pruning_names
+    from solutions.solve import command as commands
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for spelling in pruning_names():

@@ -1,4 +1,4 @@
-"""The layout gnn's engineered, graph-relative config features (``engineered_features``; solutions/gnn)."""
+"""The layout gnn's engineered, graph-relative config features (``engineered_features``; methods/gnn)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,18 @@ from competition.data.graphs import iter_split, save_graph
 from competition.data.processed_cache import build_cache
 from solutions.features.engineered import standardized
 from solutions.features.layout import layout_features
-from solutions.gnn import GNNRanker
-from solutions.gnn.data import LayoutExample, make_example
-from solutions.gnn.engineered import ENGINEERED_LAYOUT_COLUMNS, ENGINEERED_Z_LIMIT, engineered_layout_features
-from solutions.gnn.model import LayoutRanker
-from solutions.gnn.settings import GNNConfig
-from solutions.gnn.train import layout_selection_sample, predict_layout
-from solutions.method import FitOptions, SavedModelError, SplitSource
+from solutions.methods.base import FitOptions, SplitSource
+from solutions.methods.gnn import GNNRanker
+from solutions.methods.gnn.data import LayoutExample, make_example
+from solutions.methods.gnn.engineered import (
+    ENGINEERED_LAYOUT_COLUMNS,
+    ENGINEERED_Z_LIMIT,
+    engineered_layout_features,
+)
+from solutions.methods.gnn.model import LayoutRanker
+from solutions.methods.gnn.settings import GNNConfig
+from solutions.methods.gnn.train import layout_selection_sample, predict_layout
+from solutions.store.saved import SavedModelError
 
 CPU = torch.device("cpu")
 

@@ -1,4 +1,4 @@
-"""Intermediate fusion and cross-config attention of the layout GNN (solutions/gnn/model.py)."""
+"""Intermediate fusion and cross-config attention of the layout GNN (solutions/methods/gnn/model.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from test_gnn import FAST, LAYOUT, ONEHOP, layout_graph
 
 from benchmarks.bench_real import VARIANTS
 from competition.data.graphs import iter_split
-from solutions.gnn import GNNRanker
-from solutions.gnn.data import configurable_links, layout_example
-from solutions.gnn.model import ConfigAttention, LayoutRanker, context_index
-from solutions.gnn.ranker import FORMAT_VERSION
-from solutions.gnn.settings import GNNConfig
-from solutions.gnn.train import predict_layout
-from solutions.method import FitOptions, SplitSource
-from solutions.settings import SettingError
+from solutions.methods.base import FitOptions, SplitSource
+from solutions.methods.gnn import GNNRanker
+from solutions.methods.gnn.data import configurable_links, layout_example
+from solutions.methods.gnn.model import ConfigAttention, LayoutRanker, context_index
+from solutions.methods.gnn.ranker import FORMAT_VERSION
+from solutions.methods.gnn.settings import GNNConfig
+from solutions.methods.gnn.train import predict_layout
+from solutions.settings.schema import SettingError
 
 CPU = torch.device("cpu")
 
@@ -158,7 +158,7 @@ def test_tile_geometry_columns_follow_the_deduplicated_configs():
 
     from solutions.features.log_scale import scale_tile_config_features
     from solutions.features.tile import tile_features
-    from solutions.gnn.data import (
+    from solutions.methods.gnn.data import (
         TILE_GEOMETRY_COLUMNS,
         config_vector_width,
         config_vectors,
@@ -196,9 +196,9 @@ def test_a_tile_model_saves_and_loads(tiny_competition, tmp_path):
 def test_collections_start_from_their_own_defaults_and_a_param_wins(tiny_competition, tmp_path, monkeypatch):
     """The runner builds each collection's method from its resolved settings (MethodInfo.build); the
     model records them, and loads with them whatever today's table says."""
-    from solutions.gnn import settings as settings_module
-    from solutions.method import get_method
-    from solutions.settings import MethodSettings
+    from solutions.methods.gnn import settings as settings_module
+    from solutions.methods.registry import get_method
+    from solutions.settings.schema import MethodSettings
 
     monkeypatch.setitem(settings_module.COLLECTION_DEFAULTS, LAYOUT.name,
                         {"margin": 0.5, "fusion": "early"})
@@ -226,7 +226,7 @@ def test_only_the_xla_random_search_starts_from_the_heuristic_and_gives_way_to_t
     a --param wins, a person's engineered_features=false makes the prior give way instead of a refusal
     while the average stays, and an error that is the person's own is still refused, in their terms."""
     from competition.collections import get_collection
-    from solutions.gnn.settings import SETTINGS
+    from solutions.methods.gnn.settings import SETTINGS
 
     def resolve(name: str, **params: object) -> GNNConfig:
         return SETTINGS.resolve(get_collection(name), params)
@@ -258,7 +258,7 @@ def test_tile_with_too_few_informative_valid_kernels_cross_validates_the_epoch(t
     them, and the report says so."""
     from test_gnn import TILE
 
-    from solutions.selection import CROSS_VALIDATION, CV_FOLDS
+    from solutions.methods.selection import CROSS_VALIDATION, CV_FOLDS
 
     public = tiny_competition / "public"
     ranker = GNNRanker(**{**FAST, "tile_epochs": 4, "eval_every": 1})
@@ -284,7 +284,7 @@ def test_cross_validation_folds_and_the_final_run_share_one_time_budget(tiny_com
     """--time-budget bounds the whole fit's training: each run gets what the runs before it left."""
     from test_gnn import TILE
 
-    from solutions.gnn import ranker as ranker_module
+    from solutions.methods.gnn import ranker as ranker_module
 
     budgets = []
     real_train = ranker_module.train

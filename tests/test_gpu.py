@@ -3,7 +3,7 @@ and CI); run where one is lent (``pytest tests/test_gpu.py``).
 
 What a competitor on a GPU notebook relies on: training and prediction run on the GPU, a model trained
 there loads and ranks the same on a CPU-only machine, GST and the engineered rows move to the GPU with
-the model, chunked prediction equals one pass, the torch fallbacks of ``solutions.accel`` give the
+the model, chunked prediction equals one pass, the torch fallbacks of ``solutions.compute.accel`` give the
 CPU's values on the GPU, and ``solve --device auto`` picks the GPU and writes a valid submission.
 """
 
@@ -18,12 +18,12 @@ from test_gnn_engineered import chunked_prediction_case
 
 from competition.data.graphs import expected_from_data_dir, iter_split
 from competition.submission import validate_submission
-from solutions import accel
-from solutions.gnn import GNNRanker
-from solutions.gnn.train import predict_layout
-from solutions.method import FitOptions
-from solutions.run_checks import resolve_device
-from solutions.runner import solve
+from solutions.compute import accel
+from solutions.methods.base import FitOptions
+from solutions.methods.gnn import GNNRanker
+from solutions.methods.gnn.train import predict_layout
+from solutions.solve.checks import resolve_device
+from solutions.solve.runner import solve
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA GPU")
 GPU, CPU = torch.device("cuda"), torch.device("cpu")

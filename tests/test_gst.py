@@ -1,4 +1,4 @@
-"""Graph Segment Training (solutions.gnn.gst): segments, the embedding table, and GST fits on the tiny
+"""Graph Segment Training (solutions.methods.gnn.gst): segments, the embedding table, and GST fits on the tiny
 competition."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from competition.collections import COLLECTION_BY_NAME
 from competition.data.graphs import LayoutGraph, iter_split
-from solutions.gnn import GNNRanker
-from solutions.gnn.data import LayoutInputs, layout_example, make_example
-from solutions.gnn.gst import (
+from solutions.methods.base import FitOptions, SplitSource
+from solutions.methods.gnn import GNNRanker
+from solutions.methods.gnn.data import LayoutInputs, layout_example, make_example
+from solutions.methods.gnn.gst import (
     EmbeddingTable,
     SegmentTraining,
     graph_segments,
@@ -23,10 +24,9 @@ from solutions.gnn.gst import (
     segment_example,
     topological_order,
 )
-from solutions.gnn.model import LayoutRanker
-from solutions.gnn.ranker import FORMAT_VERSION
-from solutions.gnn.settings import GNNConfig
-from solutions.method import FitOptions, SplitSource
+from solutions.methods.gnn.model import LayoutRanker
+from solutions.methods.gnn.ranker import FORMAT_VERSION
+from solutions.methods.gnn.settings import GNNConfig
 
 LAYOUT = COLLECTION_BY_NAME["layout:nlp:random"]
 FAST = {"layout_epochs": 2, "hidden": 16, "layers": 2, "layout_valid_configs": 16}

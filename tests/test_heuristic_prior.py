@@ -9,11 +9,11 @@ import pytest
 from test_gnn import FAST, LAYOUT
 
 from competition.data.graphs import iter_split
-from solutions.gbdt import GBDTRanker
-from solutions.gnn import GNNRanker
-from solutions.heuristics import HeuristicMethod
-from solutions.method import FitOptions, SplitSource
-from solutions.settings import SettingError
+from solutions.methods.base import FitOptions, SplitSource
+from solutions.methods.gbdt import GBDTRanker
+from solutions.methods.gnn import GNNRanker
+from solutions.methods.heuristic import HeuristicMethod
+from solutions.settings.schema import SettingError
 
 
 def _fit(ranker, public):

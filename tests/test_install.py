@@ -28,8 +28,8 @@ FIRST_PARTY = {"competition", "solutions", "leaderboard", "benchmarks", "tests"}
 
 # Imported only behind a fallback, so no part requires them: the module's reason says what runs without.
 OPTIONAL_IMPORTS = {
-    "psutil": "solutions/runner.py reads the resident set size from /proc/self/statm without it",
-    "torch_scatter": "solutions/accel.py scatters with torch's own index_add_/scatter_reduce without it",
+    "psutil": "solutions/solve/runner.py reads the resident set size from /proc/self/statm without it",
+    "torch_scatter": "solutions/compute/accel.py scatters with torch's index_add_/scatter_reduce without it",
     "IPython": "progress bars import it only inside a running IPython kernel (a notebook), which has it",
 }
 # Declared but never imported by name: what uses them.

@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 
 from competition.cli import main
-from solutions.method import METHODS
-from solutions.params import describe
-from solutions.runner import describe_params
+from solutions.methods.registry import METHODS
+from solutions.settings.params import describe
+from solutions.solve.runner import describe_params
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
@@ -26,8 +26,8 @@ def test_every_setting_is_listed_with_its_default_and_a_meaning(method):
 
 
 def test_the_listed_defaults_are_the_ones_a_method_uses():
-    from solutions.gbdt.settings import GBDTSettings
-    from solutions.gnn.settings import GNNConfig
+    from solutions.methods.gbdt.settings import GBDTSettings
+    from solutions.methods.gnn.settings import GNNConfig
 
     assert {p.name: p.default for p in describe(GNNConfig)} == dataclasses.asdict(GNNConfig())
     assert {p.name: p.default for p in describe(GBDTSettings)} == dataclasses.asdict(GBDTSettings())
@@ -44,7 +44,7 @@ def test_list_params_needs_no_data_and_other_calls_still_do(capsys):
 
 
 def test_the_gnn_lists_at_most_30_settings():
-    from solutions.gnn.settings import GNNConfig
+    from solutions.methods.gnn.settings import GNNConfig
 
     assert len(GNNConfig.field_names()) <= 30
 

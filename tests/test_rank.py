@@ -22,9 +22,9 @@ from competition.data.protos.tile import kernel_name
 from competition.data.protos.wire import decode_message, top_level_fields
 from competition.data.tree import split_dir
 from competition.metrics.layout import kendall_tau_score
-from solutions.layout_sampling import layout_groups, sample_layout_configs
-from solutions.layout_space import space_of_graph
-from solutions.ranking import read_program
+from solutions.kinds.layout_sampling import layout_groups, sample_layout_configs
+from solutions.kinds.layout_space import space_of_graph
+from solutions.rank.ranking import read_program
 from tests.real_protos import LAYOUT_PROTO, TILE_PROTO, needs_realdata
 from tests.test_featurize import (
     computation,
@@ -409,7 +409,7 @@ def test_bad_candidates_are_refused_by_instruction_tensor_and_rule(capsys, train
 def test_the_layout_space_draws_distinct_valid_configs(seed, count, ranks):
     """On random convolutions and reshapes: every draw keeps the rules, is distinct and seeded, and a space
     smaller than asked is given whole."""
-    from solutions.layout_space import LayoutSpace, Node, Tensor, slots_for
+    from solutions.kinds.layout_space import LayoutSpace, Node, Tensor, slots_for
 
     def node(i: int, rank: int) -> Node:
         opcode = "reshape" if i % 2 else "convolution"
@@ -427,7 +427,7 @@ def test_the_layout_space_draws_distinct_valid_configs(seed, count, ranks):
 
 
 def test_a_scalar_or_a_missing_operand_is_never_set():
-    from solutions.layout_space import LayoutSpace, Node, Tensor
+    from solutions.kinds.layout_space import LayoutSpace, Node, Tensor
 
     scalar = Tensor(dims=(), element="f32", labels=(), slots=0, own=())
     vector = Tensor(dims=(7,), element="f32", labels=("d0=7",), slots=1, own=(0,))

@@ -1,4 +1,4 @@
-"""solutions.runner and ``tpugraphs solve``: end to end on the tiny competition, errors, reproducibility."""
+"""solutions.solve.runner and ``tpugraphs solve``: end to end on the tiny competition, errors, reproducing."""
 
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ from competition.predictions import ranking_from_predictions
 from competition.scoring import load_solution, score_submission
 from competition.stats.ensemble import ensemble
 from competition.submission import validate_submission
-from solutions import method as method_module
-from solutions import model_store, runner
-from solutions.commands import param_texts
-from solutions.method import FitOptions, MethodInfo
-from solutions.runner import PeakMemory, SolveError, solve
+from solutions.methods import registry as method_module
+from solutions.methods.base import FitOptions
+from solutions.methods.registry import MethodInfo
+from solutions.solve import runner
+from solutions.solve.command import param_texts
+from solutions.solve.runner import PeakMemory, SolveError, solve
+from solutions.store import model_store
 
 QUICK_GNN = {"layout_epochs": 1, "tile_epochs": 1, "hidden": 16, "layers": 2, "layout_valid_configs": 16}
 QUIET = FitOptions(progress=False)

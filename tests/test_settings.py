@@ -1,4 +1,4 @@
-"""The settings schema (``solutions.settings``): every ``--param`` is read and checked before any data
+"""The settings schema (``solutions.settings.schema``): every ``--param`` is read and checked before any data
 is read, a refusal is one line with exit 2, and no model folder is left behind."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from competition.cli import main
 from competition.collections import COLLECTION_NAMES, get_collection
-from solutions.method import METHODS
-from solutions.settings import SettingError, parse_texts, schema
+from solutions.methods.registry import METHODS
+from solutions.settings.schema import SettingError, parse_texts, schema
 
 SETTINGS_CLASSES = {name: None if (known := info.load_settings()) is None else known.settings_class
                     for name, info in METHODS.items()}
@@ -22,7 +22,7 @@ WITH_SETTINGS = sorted(name for name, cls in SETTINGS_CLASSES.items() if cls is 
 @pytest.fixture
 def no_data_read(monkeypatch):
     """Fail the test if the runner gets as far as looking at the data folder."""
-    from solutions import runner
+    from solutions.solve import runner
 
     def refuse(*args, **kwargs):
         raise AssertionError("the data folder was looked at before the settings were checked")
@@ -97,7 +97,7 @@ def test_no_prune_is_the_pruning_setting(tiny_competition, tmp_path, capsys, no_
 @pytest.mark.parametrize("method", WITH_SETTINGS)
 def test_every_listed_default_reads_back_as_itself(method):
     """The text --list-params shows for a default is accepted by --param and gives the same value."""
-    from solutions.settings import shown_value
+    from solutions.settings.schema import shown_value
 
     rows = schema(SETTINGS_CLASSES[method])
     texts = {name: shown_value(row.default) for name, row in rows.items()}
@@ -106,8 +106,8 @@ def test_every_listed_default_reads_back_as_itself(method):
 
 
 def test_the_schema_is_what_the_objects_check():
-    from solutions.gbdt.settings import GBDTSettings
-    from solutions.gnn.settings import GNNConfig
+    from solutions.methods.gbdt.settings import GBDTSettings
+    from solutions.methods.gnn.settings import GNNConfig
 
     with pytest.raises(SettingError, match="setting hidden=0: too small"):
         GNNConfig(hidden=0)
@@ -201,7 +201,7 @@ def test_list_params_with_a_collection_shows_the_defaults_it_starts_from(capsys)
 
 
 def test_a_setting_is_resolved_once_and_a_param_always_wins():
-    from solutions.gnn.settings import SETTINGS
+    from solutions.methods.gnn.settings import SETTINGS
 
     random_search = get_collection("layout:xla:random")
     assert SETTINGS.resolve(random_search).heuristic_prior == 3.0

@@ -54,7 +54,7 @@ def _chosen_collections(names: list[str] | None):
     from competition.errors import UsageError
 
     if not names:
-        return [c for c in COLLECTIONS if c.task.config_per_node]
+        return [c for c in COLLECTIONS if c.task.cached]
     chosen = []
     for name in names:
         try:

@@ -214,7 +214,7 @@ def describe(data_dir: str | Path, private_dir: str | Path | None = None, *, spl
         files = split_files(data_dir, coll, splits)
         if not files:
             continue
-        if coll.task.config_per_node:
+        if coll.task.has_configurable_nodes:
             out[coll.name] = _describe_layout(files, labels, chunk_bytes)
         else:
             out[coll.name] = _describe_tile(files, labels)
@@ -236,8 +236,8 @@ def _fmt(value) -> str:
 def markdown(stats: dict) -> str:
     """The statistics as markdown tables (layout collections side by side, then tile);
     ``min / median / max``."""
-    layout_names = [name for name in stats if COLLECTION_BY_NAME[name].task.config_per_node]
-    tile_names = [name for name in stats if not COLLECTION_BY_NAME[name].task.config_per_node]
+    layout_names = [name for name in stats if COLLECTION_BY_NAME[name].task.has_configurable_nodes]
+    tile_names = [name for name in stats if name not in layout_names]
     lines: list[str] = []
     for names in (layout_names, tile_names):
         if not names:

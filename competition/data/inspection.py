@@ -191,7 +191,7 @@ def inspect_npz(path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> GraphSum
     edges = arrays["edge_index"].shape[0] if arrays["edge_index"].shape else 0
     # The count of configurable nodes is the config tensor's second axis where configs are per node.
     config_shape = arrays[task.config_key].shape
-    configurable = config_shape[1] if task.config_per_node and len(config_shape) > 1 else None
+    configurable = task.configurable_node_count(config_shape)
     hidden = bool(len(runtime)) and not runtime.any()
     low = high = ratio = None
     if len(runtime) and not hidden:

@@ -353,7 +353,7 @@ def layout_collection(collection: Collection | str) -> Collection:
             raise ValueError(f"unknown collection {collection!r}; expected one of "
                              f"{', '.join(COLLECTION_BY_NAME)}")
         collection = COLLECTION_BY_NAME[collection]
-    if not collection.task.config_per_node:
+    if not collection.task.cached:
         raise ValueError(
             f"{collection.name}: tile graphs are not cached (each file is a few MB and is read whole)"
         )

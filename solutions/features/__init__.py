@@ -7,6 +7,6 @@
   columns, shapes, TPU tiling). The heuristic ranks by the tile and layout geometry. numpy only.
 - ``log_scale``: ``sign(x) * log1p(|x|)`` on ``node_feat`` and tile ``config_feat`` columns.
 
-Methods (``solutions.gbdt``, ``solutions.gnn``, ``solutions.heuristics``) import this package, never
+The methods (``solutions.methods``: gbdt, the gnn, the heuristic) import this package, never
 each other.
 """

@@ -1,16 +1,16 @@
 """The feature matrix of the gradient-boosted ranker: one row per config, under ``FeatureSettings``.
 
 A row holds graph-level features (the same for every config of a graph, ``graph_facts``), then config
-features (what ``kinds.feature_plan`` chooses for the task's configs: ``tile``, ``layout``, or each
-column's signed log), then (optionally) the config features again centred on the graph's
+features (what the task kind's adapter computes, ``solutions.kinds``: tiling facts, layout rows, or
+each column's signed log), then (optionally) the config features again centred on the graph's
 mean, so that a tree threshold means "more than this graph's typical config" rather than an absolute
 level shared by graphs of very different sizes. The final matrix is clipped to +-1e30 before its
 float32 cast.
 
 The other modules of ``solutions.features``: ``shapes`` (node columns, shapes, TPU tiling),
 ``tile`` (tile features and geometry), ``layout_geometry`` (what the layout features and the
-heuristic read of a layout graph), ``layout`` (layout features) and ``kinds`` (which of them a task's
-configs get).
+heuristic read of a layout graph) and ``layout`` (layout features); which of them a task's configs get
+is the kind's adapter's to say (``solutions.kinds``).
 """
 
 from __future__ import annotations
@@ -22,25 +22,11 @@ import numpy as np
 
 from competition.data.graphs import Graph
 from solutions.features.graph_facts import graph_feature_names, graph_features
-from solutions.features.kinds import feature_plan
-from solutions.versions import VersionLog
+from solutions.kinds import kind_of
+from solutions.store.saved import is_version, shown_version
 
 FEATURE_LIMIT = 1e30  # features are clipped to +-this before the float32 cast
-FEATURE_VERSION = 4  # bump when a feature's definition changes (and say what in FEATURE_CHANGES)
-# What each version changed, and in which task's features: a model saved by another version refuses to
-# load, naming its version, what changed for its task, and the command that retrains it.
-FEATURE_CHANGES = VersionLog(FEATURE_VERSION, {
-    2: ("layout", "heuristic_log_cost follows the heuristic's layout rule 2"),
-    3: ("layout", "heuristic_log_cost follows the heuristic's layout rule 3, a roofline"),
-    4: ("layout", "the input and kernel features of a node whose configs set fewer slots than its "
-                  "operands' rank (a 4-D or 5-D convolution) read those operands instead of none"),
-})
-
-
-def changes_since(task: str, version: object) -> str:
-    """What changed in ``task``'s features after a saved ``version``, for the message of a model that
-    refuses to load ("" when this code records nothing, or the version is not a whole number)."""
-    return "; ".join(f"version {v}: {what}" for v, _, what in FEATURE_CHANGES.changes_since(task, version))
+FEATURE_VERSION = 4  # bump when a feature's definition changes: models saved before refuse to load
 
 
 @dataclass(frozen=True)
@@ -61,10 +47,9 @@ class FeatureSettings:
     def from_json(cls, data: dict[str, Any]) -> FeatureSettings:
         """The settings a model saved; ValueError (one line) for features of another version."""
         version = data.get("version")
-        if not FEATURE_CHANGES.is_current(version):  # 4.0, "4" or True are not version 4 either
-            changed = changes_since(str(data.get("task")), version)
-            raise ValueError(f"saved features are version {version!r}, this code computes version "
-                             f"{FEATURE_VERSION}{f' ({changed})' if changed else ''}")
+        if not is_version(version, FEATURE_VERSION):
+            raise ValueError(f"saved features are version {shown_version(version)}, this code computes "
+                             f"version {FEATURE_VERSION}")
         unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"saved feature settings {', '.join(unknown)} are not this code's")
@@ -73,9 +58,9 @@ class FeatureSettings:
 
 def feature_names(settings: FeatureSettings) -> list[str]:
     """Column names of ``config_features`` under ``settings``."""
-    plan = feature_plan(settings.task)
-    config = plan.config_names()
-    names = [f"graph_{name}" for name in graph_feature_names(plan.graph_facts)] + config
+    kind = kind_of(settings.task)
+    config = kind.config_feature_names()
+    names = [f"graph_{name}" for name in graph_feature_names(kind.graph_facts)] + config
     if settings.center_per_graph:
         names += [f"{name}_centered" for name in config]
     if settings.scale_per_graph:
@@ -95,10 +80,10 @@ def config_features(graph: Graph, settings: FeatureSettings, *,
     """
     if graph.task.name != settings.task:
         raise ValueError(f"a {graph.task.name} graph given to {settings.task} features")
-    plan = feature_plan(graph.task)
-    config = plan.config_features(graph, configs)
-    shared = np.broadcast_to(graph_features(graph, plan.graph_facts),
-                             (config.shape[0], len(graph_feature_names(plan.graph_facts))))
+    kind = kind_of(graph.task)
+    config = kind.config_features(graph, configs)
+    shared = np.broadcast_to(graph_features(graph, kind.graph_facts),
+                             (config.shape[0], len(graph_feature_names(kind.graph_facts))))
     blocks = [shared, config]
     if settings.center_per_graph:
         blocks.append(config - config.mean(axis=0, keepdims=True) if config.shape[0] else config)

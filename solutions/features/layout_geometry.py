@@ -128,22 +128,6 @@ def matrix_terms(graph: LayoutGraph, kind: np.ndarray, elements: np.ndarray) -> 
     return mxu_work, operand_elements
 
 
-def configurable_work(graph: LayoutGraph) -> np.ndarray:
-    """(nc,) float64 each configurable node's roofline time at its unpadded size, in multiply-add times:
-    a convolution or dot the longer of its matrix work and its memory traffic, any other node its memory
-    traffic (its output written, every operand read). Close to the heuristic's ``LayoutGeometry.cost``
-    with no padding and every reshape a copy (which charges another node its output alone and a reshape
-    the operand of its input's rank). Node arrays only: no config is read."""
-    ids = np.asarray(graph.node_config_ids, dtype=np.int64)
-    _, elements, _ = node_shapes(graph.node_feat)
-    kind = configurable_kinds(graph)
-    mxu_work, operand_elements = matrix_terms(graph, kind, elements)
-    producers, starts, stops = operand_spans(graph)
-    read = np.array([elements[producers[a:b]].sum() for a, b in zip(starts, stops, strict=True)])
-    read = np.where(np.isin(kind, MXU_KINDS), operand_elements, read)
-    return np.maximum(mxu_work, MACS_PER_ELEMENT * (elements[ids] + read))
-
-
 def layout_context(graph: LayoutGraph, *, with_tied: bool = False) -> LayoutContext:
     """Per-graph facts for the layout features: tensor shapes, expected layouts, producer links.
 
@@ -277,7 +261,7 @@ class LayoutGeometry:
         return layout_row_codes(self.values)
 
     def cost(self) -> np.ndarray:
-        """(c,) the heuristic's estimate in multiply-add times (rule 3, ``solutions.heuristics``).
+        """(c,) the heuristic's estimate in multiply-add times (rule 3, ``solutions.methods.heuristic``).
 
         A convolution or dot takes the longer of its matrix work, inflated by the (8, 128) padding of
         the output tiles it computes, and its memory traffic (its padded output written, its operands

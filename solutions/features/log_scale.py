@@ -11,7 +11,7 @@ A product becomes the sum of the log-sizes, so it is consistent with its column 
 
 Tile ``config_feat`` (tile bounds, sums and products) gets the same scaling. Layout
 ``node_config_feat`` is not scaled: its values are categorical dimension indices (-1..5) and are
-embedded instead (``solutions.gnn``).
+embedded instead (``solutions.methods.gnn``).
 
 Column groups are named by their first and last columns in ``competition.data.hlo`` (upstream README order):
 

@@ -188,7 +188,7 @@ def check_layout_graph(graph: object) -> None:
     """TypeError unless ``graph`` is a ``LayoutGraph``: the only kind with configurable nodes to prune
     toward."""
     task = getattr(graph, "task", None)
-    if task is None or not task.config_per_node:  # configs per graph: nothing to prune toward
+    if task is None or not task.has_configurable_nodes:  # nothing to prune toward
         raise TypeError(
             "pruning takes a LayoutGraph (tile graphs have no configurable nodes to prune toward), got "
             f"{type(graph).__name__}"

@@ -89,7 +89,7 @@ class ConfigurableOnly(NodeSelection):
 class OneHop(NodeSelection):
     """Keep the configurable nodes and every node adjacent to one, in both directions (1st place).
 
-    Pruning name ``onehop``: the GNN's default (``solutions.gnn.settings.DEFAULT_PRUNING``).
+    Pruning name ``onehop``: the GNN's default (``solutions.methods.gnn.settings.DEFAULT_PRUNING``).
 
     Adjacent means one edge away: the producers a configurable node reads and the consumers of its
     output. Edges between any two kept nodes are kept.

@@ -47,7 +47,7 @@ def _write_test_graph(graph: SourceGraph, target: Path, seed: int, index: int, l
     """Write one held-out graph; returns (file size, runtimes, normalizers) in the new config order."""
     rng = stream(seed, CONFIGS_STREAM, COLLECTION_KEY[graph.collection.name], index)
     task = graph.collection.task
-    if not task.config_per_node:  # one config per graph (tile): every config kept, the file is small
+    if not task.prepare_samples_configs:  # every config kept (tile: the file is small)
         tile = load_graph(graph.path, task.name)
         check_labels(graph.path, "config_runtime", tile.config_runtime)
         check_labels(graph.path, "config_runtime_normalizers", tile.config_runtime_normalizers)

@@ -1,0 +1,468 @@
+"""Training the GNN rankers: ranking losses, the loops, and batched prediction (settings: ``settings.py``).
+
+**Loss.** A pairwise hinge (``pairwise_hinge_loss``): for every pair of configs of the same graph
+whose runtimes differ, ``max(0, margin + s_faster - s_slower)``, averaged over the pairs; the closest
+smooth-ish surrogate of Kendall tau, which counts exactly these pairs, each with the same weight, and
+blind to the scale of the runtimes. Tied runtimes form no pair (why the hinge: docs/defaults.md).
+
+**Steps.** What differs by kind is one ``KindPlan``, built once from the task
+(``kind_plan``). Graphs with a config per configurable node (layout): one graph per step,
+``layout_configs_per_graph`` of its (distinct) configs sampled without replacement and scored in one
+batched pass; an epoch is one pass over the training graphs in a random order, and at least
+``layout_min_epoch_steps`` graph steps (over all processes; each process takes its share): a split of
+fewer graphs is passed over again within the epoch (each graph as often as the others, give or take
+one), so that a model trained on one real graph's configs still takes enough steps. Graphs with one
+config per run (tile): ``tile_graphs_per_step`` kernels per step as one disjoint graph, up to
+``tile_configs_per_graph`` configs of each; pairs only form within a kernel.
+
+**Selection.** After every ``eval_every`` epochs the model is scored on the validation split with
+the official per-graph metric (``competition.metrics``; layout graphs on a fixed sample of at most
+``layout_valid_configs`` configs so that selection stays cheap), and the best weights are kept. With
+``average_epochs`` what is scored and kept is an exponential moving average of the weights over
+about that many epochs (``torch.optim.swa_utils.AveragedModel``), which swings less between
+evaluations than the live weights and stays nearer the first steps' weights (docs/gnn.md, "Averaged
+weights"). Training stops after ``epochs``, after ``patience`` evaluations without improvement, or
+when the time budget runs out, whichever comes first.
+
+**Graph Segment Training** (``training="gst"``, layout only; ``solutions.methods.gnn.gst``): each step
+back-propagates through ``segments_per_step`` random segments of at most ``segment_size`` nodes and
+takes the other segments' pooled states from a table of historical values (``stale_dropout``: the
+chance that one is left out). Prediction and validation still run the full graph.
+
+**Several processes** (``solutions.compute.distributed``; ``torchrun``): each rank trains on its shard
+of the graphs with the model wrapped in DistributedDataParallel; ranks take the same number of
+steps, and validation scores and stopping decisions are all-reduced, so every rank keeps the same
+weights.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from competition.progress import progress as progress_bar
+from competition.tasks import Task
+from solutions.compute import distributed
+from solutions.kinds import CONFIGS_PER_NODE, kind_of
+from solutions.methods.gnn.data import LayoutExample, TileExample, tile_batch
+from solutions.methods.gnn.gst import SegmentTraining, gst_layout_scores
+from solutions.methods.gnn.model import LayoutRanker, TileRanker, context_index
+from solutions.methods.gnn.settings import GNNConfig
+from solutions.methods.selection import selection_examples
+
+# --------------------------------------------------------------------------------------------------
+# Losses
+
+
+def _same_group(n: int, groups: torch.Tensor | None, device: torch.device) -> torch.Tensor:
+    if groups is None:
+        return torch.ones(n, n, dtype=torch.bool, device=device)
+    return groups[:, None] == groups[None, :]
+
+
+def pairwise_hinge_loss(scores: torch.Tensor, runtimes: torch.Tensor, groups: torch.Tensor | None = None,
+                        *, margin: float = 0.1) -> torch.Tensor:
+    """Mean of ``max(0, margin + s_i - s_j)`` over pairs of one group with ``runtime_i < runtime_j``.
+
+    Scores are runtime-like (lower = faster), so a pair costs nothing once the faster config scores
+    at least ``margin`` lower. Equal runtimes form no pair; with no pair at all the loss is 0 (and
+    still differentiable).
+
+    Shapes: scores (B,), runtimes (B,), groups (B,) int64 graph of each config or None (one graph)
+    -> scalar.
+    """
+    faster = (runtimes[:, None] < runtimes[None, :]) & _same_group(scores.shape[0], groups, scores.device)
+    if not faster.any():
+        return scores.sum() * 0.0
+    cost = torch.relu(margin + scores[:, None] - scores[None, :])
+    return cost[faster].mean()
+
+
+def ranking_loss(config: GNNConfig, scores: torch.Tensor, runtimes: torch.Tensor,
+                 groups: torch.Tensor | None = None) -> torch.Tensor:
+    return pairwise_hinge_loss(scores, runtimes, groups, margin=config.margin)
+
+
+# --------------------------------------------------------------------------------------------------
+# Prediction
+
+
+@torch.no_grad()
+def predict_layout(model: LayoutRanker, example: LayoutExample, *, device: torch.device,
+                   batch_nodes: int = 1 << 18, dedup_rows: bool = True) -> np.ndarray:
+    """Scores of every kept config of one layout graph (the graph encoded once): -> (c,) float64."""
+    model.eval()
+    inputs = example.inputs.to(device)
+    node_state = model.encode_nodes(inputs)
+    # rows of node states per config: every node with early fusion, the configurable ones with intermediate
+    width = example.num_nodes if model.fusion == "early" else int(inputs.config_node_ids.shape[0])
+    chunk = max(1, batch_nodes // max(1, width))
+    context = None
+    if model.config_attention and example.num_configs:  # the same peers for every chunk
+        peers = context_index(example.num_configs, model.attention_context)
+        context = model.pool_configs(inputs, node_state, example.configs.digits(peers).to(device),
+                                     dedup_rows=dedup_rows,
+                                     engineered=example.engineered_rows(peers, device))
+    out = []
+    for start in range(0, example.num_configs, chunk):
+        index = torch.arange(start, min(example.num_configs, start + chunk))
+        digits = example.configs.digits(index).to(device)
+        out.append(model.forward_encoded(inputs, node_state, digits, dedup_rows=dedup_rows, context=context,
+                                         engineered=example.engineered_rows(index, device)).cpu())
+    return torch.cat(out).double().numpy() if out else np.zeros(0)
+
+
+@torch.no_grad()
+def predict_tile(model: TileRanker, example: TileExample, *, device: torch.device, batch_nodes: int = 0,
+                 dedup_rows: bool = True) -> np.ndarray:
+    """Scores of every kept config of one kernel (a kernel is one pass: ``batch_nodes`` and
+    ``dedup_rows`` do not apply): -> (c,) float64."""
+    model.eval()
+    batch = tile_batch([example], [torch.arange(example.num_configs)]).to(device)
+    return model(batch).cpu().double().numpy()
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation with the official metric
+
+
+def layout_selection_sample(example: LayoutExample, max_configs: int,
+                            rng: np.random.Generator) -> LayoutExample:
+    """A copy of a labeled example holding at most ``max_configs`` of its configs (a fixed sample)."""
+    if example.num_configs <= max_configs:
+        return example
+    index = torch.from_numpy(np.sort(rng.choice(example.num_configs, size=max_configs, replace=False)))
+    return LayoutExample(
+        row_id=example.row_id, inputs=example.inputs,
+        configs=example.configs.subset(index),
+        runtime=example.runtime[index], config_inverse=None, pruning=example.pruning,
+        engineered=example.engineered_rows(index),
+    )
+
+
+def score_examples(predict: Callable[[object], np.ndarray], examples: Sequence[LayoutExample | TileExample],
+                   task: Task) -> float:
+    """Mean official per-graph score of ``predict`` over labeled examples (their kept configs; tile
+    runtimes are already normalized, so the normalizers are ones)."""
+    scores = []
+    for example in examples:
+        order = np.argsort(predict(example), kind="stable")
+        runtime = example.runtime.numpy()
+        scores.append(task.score_graph(order, runtime,
+                                       np.ones_like(runtime) if task.has_normalizers else None))
+    return float(np.mean(scores)) if scores else 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# The loops
+
+
+@dataclass
+class TrainResult:
+    """What a training run ends with: the best weights and how it got there."""
+
+    best_state: dict
+    best_epoch: int  # 0 = before any training step
+    best_score: float | None  # None when there was nothing to validate on
+    history: list[dict] = field(default_factory=list)  # one entry per evaluation
+    steps: int = 0
+    seconds: float = 0.0
+    stopped: str = "epochs"  # "epochs", "patience", "time budget" or "selected epoch" (stop_after)
+    world_size: int = 1  # training processes (torch.distributed ranks)
+    train_graphs: int = 0  # training graphs this process trained on (its shard)
+    gst: dict | None = None  # Graph Segment Training facts (segments, table size), None for full-graph
+
+
+def _cosine(step: int, total: int) -> float:
+    """LR multiplier: cosine from 1 to 0.1 over ``total`` steps."""
+    progress = min(1.0, step / max(1, total))
+    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def _trainable(example: LayoutExample | TileExample) -> bool:
+    runtime = example.runtime
+    return runtime is not None and runtime.numel() >= 2 and bool((runtime != runtime[0]).any())
+
+
+@dataclass(frozen=True)
+class KindPlan:
+    """What differs between task kinds in building, training and applying the gnn, chosen once from
+    the task (``kind_plan``): the methods below read it and never test a kind."""
+
+    network: Callable[[GNNConfig], LayoutRanker | TileRanker]  # builds the task's model from the settings
+    epochs: int
+    graphs_per_step: int
+    min_graphs_per_epoch: int  # an epoch passes over the graphs again up to this many (0: once)
+    valid_configs: int | None  # configs of a validation graph scored in selection (None: all)
+    step: Callable[..., torch.Tensor]  # (model, [(index, example)], config, rng, device, dedup_rows) -> loss
+    predict: Callable[..., np.ndarray]  # predict_layout or predict_tile
+    segment_training: bool  # Graph Segment Training applies (it segments per-node configs)
+
+
+def kind_plan(task: Task, config: GNNConfig) -> KindPlan:
+    """The plan of ``task``'s graphs: one config per configurable node (layout) or per graph (tile)."""
+    if kind_of(task).gnn_family == CONFIGS_PER_NODE:
+        return KindPlan(functools.partial(LayoutRanker.from_settings, task=task), config.layout_epochs, 1,
+                        config.layout_min_epoch_steps, config.layout_valid_configs, _layout_step,
+                        predict_layout, True)
+    return KindPlan(functools.partial(TileRanker.from_settings, task=task), config.tile_epochs,
+                    config.tile_graphs_per_step, 0, None, _tile_step, predict_tile, False)
+
+
+@dataclass
+class _Run:
+    """One training run's moving parts (what ``train`` sets up and ``_epoch`` uses)."""
+
+    model: LayoutRanker | TileRanker
+    examples: list
+    config: GNNConfig
+    plan: KindPlan
+    rng: np.random.Generator
+    device: torch.device
+    dedup_rows: bool
+    most: int  # the most training graphs any process holds
+    steps_per_epoch: int
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    step: torch.nn.Module
+    averaged: torch.optim.swa_utils.AveragedModel | None
+    gst: SegmentTraining | None
+
+
+def train(
+    model: LayoutRanker | TileRanker,
+    train_examples: Sequence[LayoutExample | TileExample],
+    valid_examples: Sequence[LayoutExample | TileExample],
+    config: GNNConfig,
+    *,
+    seed: int,
+    device: torch.device,
+    dedup_rows: bool = True,
+    progress: bool = True,
+    time_budget_s: float | None = None,
+    description: str = "gnn",
+    table_dir: Path | None = None,
+    stop_after: int | None = None,
+) -> TrainResult:
+    """Train ``model`` with the ranking loss and keep the weights with the best validation score.
+
+    What differs by kind comes from ``kind_plan(model.task, config)``. ``valid_examples`` must be
+    labeled; layout ones are subsampled to ``config.layout_valid_configs`` configs each (fixed by
+    ``seed``). ``table_dir``: where Graph Segment Training keeps its embedding tables (None: in memory).
+    ``stop_after``: end after this epoch and keep its weights (the learning-rate schedule still planned
+    for every epoch), how a cross-validated epoch count is refitted.
+
+    In a torch.distributed run (``solutions.compute.distributed``) the examples are this rank's shard;
+    every rank must call ``train`` with the same settings.
+    """
+    world = distributed.current()
+    run, valid_examples = _start(model, train_examples, valid_examples, config, seed, device, dedup_rows,
+                                 table_dir)
+    validate = distributed.all_sum([len(valid_examples)])[0] > 0  # the same decision on every rank
+    judged = model if run.averaged is None else run.averaged.module  # what selection scores and keeps
+
+    def valid_score() -> float:
+        return _mean_over_ranks(lambda e: run.plan.predict(judged, e, device=device,
+                                                           batch_nodes=config.predict_batch_nodes,
+                                                           dedup_rows=dedup_rows), valid_examples, model.task)
+
+    started = time.perf_counter()
+    best = valid_score() if validate else None
+    result = TrainResult(copy.deepcopy(judged.state_dict()), 0, best,
+                         [{"epoch": 0, "loss": None, "valid": best, "seconds": 0.0}],
+                         world_size=world.size, train_graphs=len(run.examples))
+    stale, epoch = 0, 0
+    bar = progress_bar(range(1, run.plan.epochs + 1), desc=description, unit="epoch", enabled=progress,
+                       leave=False)
+    try:
+        for epoch in bar:
+            losses = _epoch(run, result, started, time_budget_s)
+            if stop_after is not None and epoch >= stop_after and result.stopped == "epochs":
+                result.stopped = "selected epoch"
+            last = epoch == run.plan.epochs or result.stopped in ("time budget", "selected epoch")
+            if validate and (epoch % config.eval_every == 0 or last):
+                score = valid_score()
+                mean_loss = distributed.all_sum([float(np.mean(losses))])[0] / world.size
+                result.history.append({"epoch": epoch, "loss": mean_loss, "valid": score,
+                                       "seconds": round(time.perf_counter() - started, 3)})
+                if score > result.best_score:
+                    result.best_score, result.best_epoch, stale = score, epoch, 0
+                    result.best_state = copy.deepcopy(judged.state_dict())
+                else:
+                    stale += 1
+                bar.set_postfix(loss=f"{mean_loss:.4f}", valid=f"{score:.4f}",
+                                best=f"{result.best_score:.4f}")
+                if config.patience is not None and stale >= config.patience:
+                    result.stopped = "patience"
+            if result.stopped != "epochs":
+                break
+    finally:
+        bar.close()
+        if run.gst is not None:
+            result.gst = {"segments": run.gst.num_segments, "table_mb": round(run.gst.table_bytes / 2**20, 3),
+                          "table": "memory" if table_dir is None else "cache directory"}
+            run.gst.close()
+    if not validate:  # nothing to select on: the last weights
+        result.best_state, result.best_epoch = copy.deepcopy(judged.state_dict()), epoch
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _start(model: LayoutRanker | TileRanker, train_examples: Sequence, valid_examples: Sequence,
+           config: GNNConfig, seed: int, device: torch.device, dedup_rows: bool,
+           table_dir: Path | None) -> tuple[_Run, list]:
+    """A training run set up: the trainable graphs, the validation sample, the optimiser and schedule,
+    Graph Segment Training's tables and the weight average; and the labeled validation examples."""
+    world = distributed.current()
+    plan = kind_plan(model.task, config)
+    rng = np.random.default_rng(seed if world.rank == 0 else [seed, world.rank])
+    examples = [e for e in train_examples if _trainable(e)]
+    fewest, most = (int(v) for v in _all_min_max(len(examples)))
+    if not most:
+        raise ValueError("no training graph has two configs with different runtimes; nothing to learn from")
+    if not fewest:
+        raise ValueError(f"{world.size} training processes but a process holds no training graph with two "
+                         f"different runtimes ({most} at most per process); use fewer processes")
+    if plan.valid_configs is not None:
+        valid_examples = [layout_selection_sample(e, plan.valid_configs, rng) for e in valid_examples]
+    # unlabeled graphs, and those too small to choose an epoch (tiny tile kernels), select nothing
+    valid_examples = selection_examples([e for e in valid_examples if e.runtime is not None], model.task)
+    # each step of each process takes graphs_per_step graphs; the minimum counts them over all processes
+    graphs = max(most, math.ceil(plan.min_graphs_per_epoch / world.size))
+    steps_per_epoch = math.ceil(graphs / plan.graphs_per_step)
+    total_steps = plan.epochs * steps_per_epoch
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: _cosine(step, total_steps))
+    gst = (SegmentTraining(config.segment_size, config.hidden, table_dir)
+           if plan.segment_training and config.training == "gst" else None)
+    # A GST segment without configurable nodes leaves the config parameters unused in its step:
+    # DistributedDataParallel must then look for unused parameters (on every rank alike).
+    config_free = gst is not None and distributed.all_max([float(gst.prepare(examples))])[0] > 0
+    # One module call per step, so that DistributedDataParallel sees the forward it must synchronise.
+    step = distributed.data_parallel(_TrainingStep(model), find_unused_parameters=config_free)
+    return _Run(model, examples, config, plan, rng, device, dedup_rows, most, steps_per_epoch, optimizer,
+                scheduler, step, _moving_average(model, config.average_epochs, steps_per_epoch),
+                gst), valid_examples
+
+
+def _epoch(run: _Run, result: TrainResult, started: float, time_budget_s: float | None) -> list[float]:
+    """One epoch's steps (``result.steps`` and ``result.stopped`` updated); each step's loss."""
+    run.model.train()
+    world = distributed.current()
+    order = run.rng.permutation(len(run.examples))
+    if len(order) < run.most:  # this rank's shard is short: repeat some of its graphs
+        order = np.concatenate([order, run.rng.choice(len(run.examples), size=run.most - len(order))])
+    graphs = run.steps_per_epoch * run.plan.graphs_per_step
+    if run.plan.min_graphs_per_epoch:  # few graphs: pass over them again, up to the epoch's steps
+        while len(order) < graphs:
+            order = np.concatenate([order, run.rng.permutation(len(run.examples))])
+        order = order[:graphs]
+    step_function = run.plan.step if run.gst is None else functools.partial(_gst_step, run.gst)
+    losses = []
+    for start in range(0, len(order), run.plan.graphs_per_step):
+        chosen = [(int(i), run.examples[int(i)]) for i in order[start : start + run.plan.graphs_per_step]]
+        loss = run.step(step_function, chosen, run.config, run.rng, run.device, run.dedup_rows)
+        run.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), 1.0)
+        run.optimizer.step()
+        run.scheduler.step()
+        if run.averaged is not None:
+            run.averaged.update_parameters(run.model)
+        losses.append(float(loss.detach()))
+        result.steps += 1
+        if time_budget_s is not None and _out_of_time(started, time_budget_s, world.active):
+            result.stopped = "time budget"
+            break
+    return losses
+
+
+def _moving_average(model: torch.nn.Module, epochs: float,
+                    steps_per_epoch: int) -> torch.optim.swa_utils.AveragedModel | None:
+    """An exponential moving average of ``model``'s weights over about ``epochs`` epochs (None: 0).
+
+    Each step moves the average 1 / (epochs x steps_per_epoch) of the way to the new weights, so the
+    horizon is the same number of epochs whatever the split's size. It starts from the weights after
+    the first step and keeps a share of them for a long time (1 / e after ``epochs`` epochs): what the
+    real check rewarded is that anchoring, not only the smoothing (docs/gnn.md, "Averaged weights")."""
+    if epochs <= 0:
+        return None
+    decay = 1.0 - 1.0 / max(1.0, epochs * steps_per_epoch)
+    return torch.optim.swa_utils.AveragedModel(
+        model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(decay))
+
+
+class _TrainingStep(torch.nn.Module):
+    """``step_function(model, *args)`` -> loss as the module's forward (what DistributedDataParallel
+    wraps)."""
+
+    def __init__(self, model: LayoutRanker | TileRanker) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, step_function: Callable[..., torch.Tensor], *args: object) -> torch.Tensor:
+        return step_function(self.model, *args)
+
+
+def _all_min_max(count: int) -> tuple[float, float]:
+    """The fewest and the most of ``count`` over the ranks."""
+    negated_fewest, most = distributed.all_max([-count, count])
+    return -negated_fewest, most
+
+
+def _mean_over_ranks(predict: Callable[[object], np.ndarray], examples: Sequence[LayoutExample | TileExample],
+                     task: Task) -> float:
+    """The mean official score over every rank's validation graphs (``score_examples`` on one process)."""
+    if not distributed.current().active:
+        return score_examples(predict, examples, task)
+    local = score_examples(predict, examples, task)
+    total, count = distributed.all_sum([local * len(examples), len(examples)])
+    return total / count if count else 0.0
+
+
+def _out_of_time(started: float, budget_s: float, synchronise: bool) -> bool:
+    """Whether the budget is spent; with several ranks, whether it is spent on any (they stop together)."""
+    spent = time.perf_counter() - started > budget_s
+    return bool(distributed.all_max([float(spent)])[0]) if synchronise else spent
+
+
+def _sample(n: int, k: int, rng: np.random.Generator) -> torch.Tensor:
+    return torch.from_numpy(rng.choice(n, size=min(n, k), replace=False).astype(np.int64))
+
+
+def _layout_step(model: LayoutRanker, chosen: list[tuple[int, LayoutExample]], config: GNNConfig,
+                 rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
+    example = chosen[0][1]  # one graph per step
+    index = _sample(example.num_configs, config.layout_configs_per_graph, rng)
+    scores = model(example.inputs.to(device), example.configs.digits(index).to(device), dedup_rows=dedup_rows,
+                   engineered=example.engineered_rows(index, device))
+    return ranking_loss(config, scores, example.runtime[index].to(device))
+
+
+def _gst_step(gst: SegmentTraining, model: LayoutRanker, chosen: list[tuple[int, LayoutExample]],
+              config: GNNConfig, rng: np.random.Generator, device: torch.device,
+              dedup_rows: bool) -> torch.Tensor:
+    key, example = chosen[0]  # one graph per step, its segments' table kept under its index
+    segments, table = gst.graph(key, example)
+    index = _sample(example.num_configs, config.layout_configs_per_graph, rng)
+    scores = gst_layout_scores(model, example, segments, table, index,
+                               segments_per_step=config.segments_per_step,
+                               stale_dropout=config.stale_dropout, rng=rng, device=device,
+                               dedup_rows=dedup_rows)
+    return ranking_loss(config, scores, example.runtime[index].to(device))
+
+
+def _tile_step(model: TileRanker, chosen: list[tuple[int, TileExample]], config: GNNConfig,
+               rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
+    examples = [example for _, example in chosen]
+    index = [_sample(e.num_configs, config.tile_configs_per_graph, rng) for e in examples]
+    batch = tile_batch(examples, index).to(device)
+    return ranking_loss(config, model(batch), batch.runtime, batch.config_graph)

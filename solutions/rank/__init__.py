@@ -1,0 +1,3 @@
+"""``tpugraphs rank``: read a program, gather candidate configs, rank them with a saved model and say what
+each changes.
+"""

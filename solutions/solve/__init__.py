@@ -1,0 +1,3 @@
+"""``tpugraphs solve``: check the arguments, fit each collection, select, predict, write the submission and
+report it.
+"""
