@@ -247,27 +247,15 @@ def reset_token(args: argparse.Namespace) -> int:
 
 @_guard
 def serve(args: argparse.Namespace) -> int:
-    from competition.errors import UsageError
+    from competition.errors import SolutionFormatError
+    from leaderboard.database import read_only_reason, sqlite_file
     from leaderboard.settings import Settings
 
-    if args.workers < 1 or args.scoring_slots < 1 or args.max_upload_mb <= 0 or args.scoring_timeout <= 0:
-        raise UsageError("--workers, --scoring-slots, --max-upload-mb and --scoring-timeout must be positive")
-    if args.board_cache < 0:
-        raise UsageError("--board-cache must be 0 (no caching) or more")
-    if args.max_uncounted_per_day < 1 or args.max_team_mb <= 0:
-        raise UsageError("--max-uncounted-per-day and --max-team-mb must be positive")
-    if not 1 <= args.port <= 65535:
-        raise UsageError(f"--port {args.port}: a port is a number from 1 to 65535")
-    if not (0 < args.header_timeout <= 3600 and 0 < args.body_timeout <= 3600):
-        raise UsageError("--header-timeout and --body-timeout are seconds, more than 0 and at most 3600")
-    if args.max_upload_mb > 1024 or args.max_team_mb > 1024 * 1024 or args.scoring_slots > 256 \
-            or args.workers > 256:
-        raise UsageError("--max-upload-mb is at most 1024, --max-team-mb at most 1048576, --workers and "
-                         "--scoring-slots at most 256")
-    if args.public_url and not args.public_url.startswith(("http://", "https://")):
-        raise UsageError(f"--public-url {args.public_url!r}: expected an http:// or https:// URL")
-    from competition.errors import SolutionFormatError
-
+    _check_serve(args)
+    trusted_proxies = _trusted_proxies(args.trusted_proxy)
+    unavailable = _cannot_listen(args.host, args.port)
+    if unavailable:
+        return _fail(f"cannot listen on {args.host}:{args.port}: {unavailable}")
     leaderboard = _open(args.db)
     config = leaderboard.config()  # clear refusals now rather than a traceback from a worker
     try:
@@ -275,13 +263,17 @@ def serve(args: argparse.Namespace) -> int:
     except SolutionFormatError as exc:
         return _fail(f"the stored solution does not parse with this kit: {exc}")
     leaderboard.db.dispose()
+    path = sqlite_file(args.db)
+    if path is not None and (reason := read_only_reason(path)):
+        print(f"note: the database can only be read ({reason}): pages are served; uploads, sign-ins and "
+              "selections answer 503 and /health says read-only until it is writable", file=sys.stderr)
     settings = Settings(db_url=args.db, max_upload_bytes=int(args.max_upload_mb * 2**20),
                         scoring_timeout_s=args.scoring_timeout, scoring_slots=args.scoring_slots,
                         board_cache_s=args.board_cache, max_uncounted_per_day=args.max_uncounted_per_day,
                         max_team_bytes=int(args.max_team_mb * 2**20), public_url=args.public_url.rstrip("/"),
                         secure_cookies=args.secure_cookies or args.public_url.startswith("https://"),
                         full_disclosure=args.full_disclosure, header_timeout_s=args.header_timeout,
-                        body_timeout_s=args.body_timeout)
+                        body_timeout_s=args.body_timeout, trusted_proxies=trusted_proxies)
     import uvicorn
 
     log_config = _log_config(args.log_level)
@@ -290,7 +282,13 @@ def serve(args: argparse.Namespace) -> int:
     from leaderboard.server import deadline_protocol
 
     # Slow clients are closed (leaderboard.server); an idle kept-alive connection after 5 s (uvicorn's).
-    common = {"host": args.host, "port": args.port, "log_config": log_config, "log_level": args.log_level}
+    # Who may name the client (X-Forwarded-For) and the scheme (X-Forwarded-Proto): only the trusted
+    # proxies, set here explicitly (uvicorn would otherwise read $FORWARDED_ALLOW_IPS).
+    proxies = {"proxy_headers": trusted_proxies != "none"}
+    if trusted_proxies != "none":
+        proxies["forwarded_allow_ips"] = trusted_proxies
+    common = {"host": args.host, "port": args.port, "log_config": log_config, "log_level": args.log_level,
+              **proxies}
     try:
         if args.workers == 1:
             from leaderboard.app import create_app
@@ -304,6 +302,85 @@ def serve(args: argparse.Namespace) -> int:
     except OSError as exc:  # the address is taken, or the host name does not resolve
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     return 0
+
+
+def _check_serve(args: argparse.Namespace) -> None:
+    """``serve``'s numbers and host, each refused in one line (UsageError) before anything starts."""
+    import ipaddress
+    import math
+    import socket
+
+    from competition.errors import UsageError
+
+    numbers = (("--max-upload-mb", args.max_upload_mb), ("--scoring-timeout", args.scoring_timeout),
+               ("--board-cache", args.board_cache), ("--max-team-mb", args.max_team_mb),
+               ("--header-timeout", args.header_timeout), ("--body-timeout", args.body_timeout))
+    for option, value in numbers:
+        if not math.isfinite(value):
+            raise UsageError(f"{option} {value}: expected a finite number")
+    if args.workers < 1 or args.scoring_slots < 1 or args.max_upload_mb <= 0 or args.scoring_timeout <= 0:
+        raise UsageError("--workers, --scoring-slots, --max-upload-mb and --scoring-timeout must be positive")
+    if args.board_cache < 0:
+        raise UsageError("--board-cache must be 0 (no caching) or more")
+    if args.max_uncounted_per_day < 1 or args.max_team_mb <= 0:
+        raise UsageError("--max-uncounted-per-day and --max-team-mb must be positive")
+    if not 1 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: a port is a number from 1 to 65535")
+    if not (0 < args.header_timeout <= 3600 and 0 < args.body_timeout <= 3600):
+        raise UsageError("--header-timeout and --body-timeout are seconds, more than 0 and at most 3600")
+    if args.scoring_timeout > 3600 or args.board_cache > 3600:
+        raise UsageError("--scoring-timeout and --board-cache are seconds, at most 3600")
+    if args.max_upload_mb > 1024 or args.max_team_mb > 1024 * 1024 or args.scoring_slots > 256 \
+            or args.workers > 256 or args.max_uncounted_per_day > 1_000_000:
+        raise UsageError("--max-upload-mb is at most 1024, --max-team-mb at most 1048576, --workers and "
+                         "--scoring-slots at most 256, --max-uncounted-per-day at most 1000000")
+    if args.public_url and not args.public_url.startswith(("http://", "https://")):
+        raise UsageError(f"--public-url {args.public_url!r}: expected an http:// or https:// URL")
+    try:
+        ipaddress.ip_address(args.host)
+    except ValueError:
+        try:  # a name: it must resolve here (999.1.1.1 is no address and resolves to nothing)
+            socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            raise UsageError(f"--host {args.host!r}: not an IP address, nor a name this machine resolves "
+                             "(e.g. 127.0.0.1, 0.0.0.0, ::, localhost)") from None
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why the server could not listen on ``host:port`` (an address of another machine, a port in use),
+    found by binding a socket as uvicorn will; None when it can."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            probe.bind(address)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _trusted_proxies(text: str) -> str:
+    """``--trusted-proxy``'s value, checked: 'none', '*', or comma-separated addresses and networks."""
+    import ipaddress
+
+    from competition.errors import UsageError
+
+    value = text.strip()
+    if value.lower() == "none" or value == "*":
+        return value.lower()
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise UsageError(f"--trusted-proxy {item!r}: expected an IP address or network (10.0.0.0/8), "
+                             "comma-separated, or 'none'") from None
+    if not items:
+        raise UsageError("--trusted-proxy: give addresses or networks, or 'none'")
+    return ",".join(items)
 
 
 def _log_config(level: str) -> dict:
@@ -400,17 +477,146 @@ def export(args: argparse.Namespace) -> int:
     return 0
 
 
-def export_codabench(args: argparse.Namespace) -> int:
+class _Refusal(Exception):
+    """An input that cannot be exported: one line, exit 1."""
+
+
+def _codabench_source(args: argparse.Namespace):
+    """``(solution CSV, where it came from, title, daily limit, final selections, deadline)`` from --db or
+    from --solution, with the options' overrides."""
+    from pathlib import Path
+
     from competition.errors import UsageError
-    from leaderboard.codabench import export_scoring_program
+    from leaderboard.errors import NotInitialised
+    from leaderboard.service.competition import check_rule, check_title
+
+    name, daily_limit, max_selected, deadline = "TpuGraphs leaderboard", 5, 1, None
+    if args.solution is not None:
+        if not Path(args.solution).is_file():
+            raise UsageError(f"--solution {args.solution}: no such file")
+        solution_csv, source = Path(args.solution).read_bytes(), args.solution
+    else:
+        try:
+            leaderboard = _open(args.db)
+            config = leaderboard.config()
+        except NotInitialised as exc:
+            raise UsageError(f"{exc.message}. export-codabench writes a whole Codabench bundle of a "
+                             "competition: give --db of one made by 'tpugraphs leaderboard init', or "
+                             "--solution SOLUTION.csv with --deadline, and --data PUBLIC_DIR") from None
+        solution_csv, source = leaderboard.verified_solution_csv(), args.db
+        name, daily_limit, max_selected, deadline = (config.name, config.daily_limit, config.max_selected,
+                                                     config.deadline)
+    name = _checked(check_title, args.name if args.name is not None else name)
+    if args.daily_limit is not None:
+        daily_limit = _checked(check_rule, "daily_limit", args.daily_limit)
+    if args.deadline is not None:
+        deadline = _deadline(args.deadline)
+    if deadline is None:
+        raise UsageError("the competition has no deadline, and Codabench's phases need one: give --deadline")
+    return solution_csv, source, name, daily_limit, max_selected, deadline
+
+
+def _codabench_data(args: argparse.Namespace, solution_csv: bytes, source: str):
+    """The public data folder (checked against the solution), or None with --data-url."""
+    from competition.data.graphs import expected_from_data_dir
+    from competition.data.locate import resolve_data_dir
+    from competition.errors import DataFormatError, SolutionFormatError
+    from leaderboard.service import parse_solution, solution_mismatches
 
     try:
-        out = export_scoring_program(args.out)
+        solution = parse_solution(solution_csv)
+    except SolutionFormatError as exc:
+        raise _Refusal(f"unusable solution ({source}): {exc}") from None
+    if args.data is None:
+        return None
+    try:
+        data_dir = resolve_data_dir(args.data, "--data")
+        covered = [labels.collection for labels in solution.labels.values()]
+        expected = expected_from_data_dir(data_dir, covered)
+    except (FileNotFoundError, DataFormatError) as exc:
+        raise _Refusal(f"cannot read the public test files: {exc}") from None
+    mismatches = solution_mismatches(solution.expected_configs(), expected)
+    if mismatches:
+        raise _Refusal(f"the solution ({source}) does not match the test files under {args.data}:\n  "
+                       + "\n  ".join(mismatches))
+    return data_dir
+
+
+def _check_codabench(bundle: str) -> int:
+    from pathlib import Path
+
+    from competition.errors import UsageError
+    from leaderboard.codabench.check import check_bundle
+
+    if not Path(bundle).exists():
+        raise UsageError(f"--check {bundle}: no such file or folder")
+    try:
+        problems = check_bundle(Path(bundle))
+    except ImportError:
+        raise UsageError("--check reads competition.yaml with PyYAML, as Codabench does: "
+                         "pip install pyyaml") from None
+    for problem in problems:
+        print(f"{bundle}: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    print(f"{bundle}: passes Codabench's rules for a version-2 bundle and the kit's privacy rule.")
+    return 0
+
+
+@_guard
+def export_codabench(args: argparse.Namespace) -> int:
+    """The competition (from --db, or from --solution and the options) as a Codabench bundle."""
+    from datetime import UTC
+    from pathlib import Path
+
+    from competition.errors import UsageError
+    from leaderboard.codabench import DEFAULT_DOCKER_IMAGE, BundleError, HostRules, export_bundle
+    from leaderboard.codabench.backport import BackportError
+    from leaderboard.codabench.bundle import notebooks_folder
+    from leaderboard.models import utcnow
+    from leaderboard.views import parse_deadline
+
+    if args.check is not None:
+        return _check_codabench(args.check)
+    if args.out is None:
+        raise UsageError("give --out BUNDLE.zip (the bundle to write) or --check BUNDLE.zip")
+    if args.data is None and args.data_url is None:
+        raise UsageError("give --data PUBLIC_DIR (bundled as the public data) or --data-url URL (where "
+                         "participants download it)")
+    if args.data_url is not None and not args.data_url.startswith(("http://", "https://")):
+        raise UsageError(f"--data-url {args.data_url!r}: expected an http:// or https:// URL")
+    solution_csv, source, name, daily_limit, max_selected, deadline = _codabench_source(args)
+    start = (_checked(parse_deadline, args.start) if args.start is not None
+             else utcnow().replace(second=0, microsecond=0))
+    rules = HostRules(title=name, start=start.replace(tzinfo=UTC), deadline=deadline.replace(tzinfo=UTC),
+                      daily_limit=daily_limit, max_selected=max_selected)
+    try:
+        data_dir = _codabench_data(args, solution_csv, source)
+        summary = export_bundle(Path(args.out), solution_csv=solution_csv, rules=rules, data_dir=data_dir,
+                                data_url=args.data_url, notebooks=notebooks_folder(),
+                                docker_image=args.docker_image or DEFAULT_DOCKER_IMAGE)
     except FileExistsError as exc:
-        raise UsageError(str(exc)) from None
-    print(f"Wrote a Codabench scoring program to {out}; zip its contents: "
-          f"(cd {out} && zip -r ../program.zip .)")
-    print(f"See {out}/README.md for the scores.json keys and the Docker image it needs.")
+        raise UsageError(f"--out {exc}") from None
+    except (_Refusal, BundleError, BackportError) as exc:
+        return _fail(str(exc))
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if deadline <= utcnow():
+        print("warning: the deadline has passed: on Codabench the competition is closed from the start",
+              file=sys.stderr)
+    if max_selected > 1:
+        print(f"note: the competition lets teams select {max_selected} final submissions; on Codabench "
+              "one submission per participant reaches the private phase, the best public one "
+              "(docs/leaderboard.md, Codabench)", file=sys.stderr)
+    megabytes = summary.size / 1e6
+    print(f"Wrote the Codabench bundle {summary.path} ({megabytes:,.1f} MB): {name!r}, "
+          f"{summary.public_rows} public and {summary.private_rows} private test graphs, deadline "
+          f"{deadline:%Y-%m-%d %H:%M} UTC, {daily_limit} submissions a day, public data "
+          f"{summary.public_data}, {summary.notebooks} starter notebooks.")
+    print(f"Uploading it uses about {2 * megabytes:,.0f} MB of your Codabench storage quota (15 GB by "
+          "default): the bundle, and the datasets made from it.")
+    print("Before publishing, check the pages and terms, the dates and the Docker image on Codabench "
+          "(docs/leaderboard.md, Codabench); run the sample submission on both tasks.")
     return 0
 
 

@@ -35,15 +35,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from leaderboard.access_log import request_for_log
 from leaderboard.board_cache import BoardCache
 from leaderboard.database import database_problem
+from leaderboard.deps import KnownTeams
 from leaderboard.errors import LeaderboardError
 from leaderboard.models import utcnow
 from leaderboard.routers import boards, competition, health, pages, submissions
 from leaderboard.scorer import Scorer
 from leaderboard.service import Leaderboard
 from leaderboard.settings import Settings
-from leaderboard.throttle import TokenThrottle
+from leaderboard.throttle import SignInLimit, TokenThrottle
 
 log = logging.getLogger("leaderboard")
 
@@ -105,6 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.leaderboard = state.leaderboard
         app.state.scorer = state.scorer
         app.state.board_cache = state.board_cache
+        app.state.known_teams = KnownTeams(state.leaderboard)
         try:
             swept = await run_in_threadpool(_sweep, state, settings)
         except DBAPIError as exc:  # a read-only or locked database still serves its pages; /health says so
@@ -131,6 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.token_throttle = TokenThrottle()
+    app.state.sign_in_limit = SignInLimit()
     app.include_router(health.router)
     app.include_router(competition.router)
     app.include_router(boards.router)
@@ -216,8 +220,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ClientDisconnect)
     async def client_gone(request: Request, exc: ClientDisconnect) -> Response:
         # The client closed the connection (or the server did: too slow); nobody reads this answer.
-        log.info("%s %s: the client went away before its request arrived whole", request.method,
-                 request.url.path)
+        log.info("%s: the client went away before its request arrived whole", request_for_log(request))
         return Response(status_code=400)
 
     @app.exception_handler(DBAPIError)
@@ -225,7 +228,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         problem = database_problem(exc)
         if problem is None:
             return await unexpected(request, exc)
-        log.error("database %s on %s %s: %s", problem, request.method, request.url.path, exc.orig)
+        log.error("database %s on %s: %s", problem, request_for_log(request), exc.orig)
         message = DATABASE_MESSAGES[problem]
         headers = {"Retry-After": str(DATABASE_RETRY_S)}
         if _wants_json(request.url.path):
@@ -235,7 +238,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
         reference = uuid.uuid4().hex[:12]
-        log.error("unhandled error %s on %s %s", reference, request.method, request.url.path, exc_info=exc)
+        log.error("unhandled error %s on %s", reference, request_for_log(request), exc_info=exc)
         message = f"Internal error on the server (reference {reference}); the host can look it up in the log."
         if _wants_json(request.url.path):
             return JSONResponse({"detail": message}, status_code=500)

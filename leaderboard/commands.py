@@ -74,13 +74,50 @@ def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
                       "  tpugraphs leaderboard serve --db postgresql+psycopg://lb@dbhost/lb "
                       "--host 0.0.0.0 --workers 4"))
     _add_closing_actions(action)
+    _add_export_codabench(actions)
+
+
+def _add_export_codabench(actions: argparse._SubParsersAction) -> None:
     codabench = actions.add_parser(
-        "export-codabench", help="write the scorer as a Codabench scoring program",
-        description="Write the kit's scorer as a Codabench scoring program (score.py, metadata.yaml and a "
-                    "copy of the scoring modules).", formatter_class=_formatter(),
-        epilog="example:\n  tpugraphs leaderboard export-codabench --out codabench_program && "
-               "(cd codabench_program && zip -r ../program.zip .)")
-    codabench.add_argument("--out", required=True, metavar="DIR", help="new or empty folder")
+        "export-codabench", help="write the competition as a Codabench bundle (competition.yaml v2)",
+        description="Write the competition as a Codabench competition bundle: competition.yaml (version\n"
+                    "2), pages, logo, a public and a private phase around the deadline, the scoring\n"
+                    "program, each phase's reference data, a sample submission, the public data and a\n"
+                    "starting kit.\n"
+                    "The public phase never scores a private row.",
+        formatter_class=_formatter(),
+        epilog="examples:\n"
+               "  tpugraphs leaderboard export-codabench --db sqlite:///runs/leaderboard.db "
+               "--data data/comp/public --out bundle.zip\n"
+               "  tpugraphs leaderboard export-codabench --solution data/comp/private/solution.csv "
+               "--data data/comp/public --deadline 2030-06-30T23:59Z --out bundle.zip\n"
+               "  tpugraphs leaderboard export-codabench --check bundle.zip\n"
+               "Then upload bundle.zip on Codabench. Host guide: docs/leaderboard.md, Codabench")
+    codabench.add_argument("--check", metavar="BUNDLE.zip",
+                           help="only check a bundle (a zip or its folder, e.g. after editing it) against "
+                                "Codabench's rules and the kit's privacy rule; exit 1 with one line per "
+                                "problem")
+    codabench.add_argument("--out", metavar="BUNDLE.zip",
+                           help="the bundle to write: a new .zip file, or a new or empty folder for its "
+                                "files")
+    _add_db(codabench)
+    codabench.add_argument("--solution", metavar="SOLUTION.csv",
+                           help="take the labels from this file instead of --db (then give --deadline)")
+    data = codabench.add_mutually_exclusive_group()
+    data.add_argument("--data", metavar="PUBLIC_DIR",
+                      help="the participants' data folder: bundled as the public data, checked against "
+                           "the solution")
+    data.add_argument("--data-url", metavar="URL",
+                      help="leave the public data out of the bundle; the Data page sends participants here")
+    codabench.add_argument("--name", metavar="TITLE", help="competition title (default: the database's)")
+    codabench.add_argument("--start", metavar="ISO-8601", help="when submissions open (default: now)")
+    codabench.add_argument("--deadline", metavar="ISO-8601",
+                           help="end of submissions, e.g. 2030-06-30T23:59Z (default: the database's)")
+    codabench.add_argument("--daily-limit", type=int, metavar="N",
+                           help="submissions per participant per UTC day (default: the database's, else 5)")
+    codabench.add_argument("--docker-image", metavar="IMAGE",
+                           help="the image Codabench scores in: Python 3.8+ with numpy "
+                                "(default: codalab/codalab-legacy:py312)")
     codabench.set_defaults(handler=_handler("export-codabench"))
 
 
@@ -166,6 +203,10 @@ def _add_serve(serve: argparse.ArgumentParser) -> None:
                        help="participants use HTTPS through a proxy that sends no X-Forwarded-Proto: "
                             "give the session cookie the __Host- prefix and Secure anyway "
                             "(implied by an https --public-url)")
+    serve.add_argument("--trusted-proxy", default="127.0.0.1,::1", metavar="ADDRESSES",
+                       help="reverse proxies whose X-Forwarded-For (the client's address, for the token "
+                            "throttle) and X-Forwarded-Proto are believed: comma-separated addresses or "
+                            "networks, 'none' or '*' (default: 127.0.0.1,::1)")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 

@@ -9,9 +9,11 @@ locked by the statements themselves (conditional ``UPDATE``, ``SELECT ... FOR UP
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
@@ -43,6 +45,13 @@ def database_problem(exc: BaseException) -> str | None:
     return None
 
 
+WRITE_PROBLEMS = {
+    "read-only": "the database refuses writes (a read-only file, file system or server)",
+    "locked": "another program holds the database's write lock",
+    "unreachable": "the database cannot be reached",
+}
+
+
 class DatabaseURLError(ValueError):
     """A --db value that is not a usable SQLAlchemy URL."""
 
@@ -60,9 +69,47 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+def read_only_reason(path: Path) -> str | None:
+    """Why an existing SQLite file can only be read, or None when this process can write it.
+
+    In WAL mode SQLite writes the database file, its ``-wal`` and ``-shm`` files, and creates the last
+    two in the database's folder when they are missing. ``os.access`` asks the kernel without opening
+    the file (a second descriptor on the file would drop SQLite's locks when closed), so the answer
+    covers permissions, an immutable file and a read-only file system."""
+    suffixes = ("", "-wal", "-shm")
+    for suffix in suffixes:
+        file = Path(f"{path}{suffix}")
+        if file.exists() and not os.access(file, os.W_OK):
+            return f"{file.name} is not writable ({_why_not_writable(file)})"
+    missing = [suffix for suffix in suffixes[1:] if not Path(f"{path}{suffix}").exists()]
+    if missing and not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"the database's folder is not writable ({_why_not_writable(path.parent)})"
+    return None
+
+
+def _why_not_writable(path: Path) -> str:
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "a read-only file system"
+    except OSError:
+        pass
+    return "no write permission, or an immutable file"
+
+
+def free_disk_bytes(path: Path) -> int | None:
+    """Bytes this process may still write on the file system of ``path``'s folder; None if unknown."""
+    try:
+        stat = os.statvfs(path.parent)
+    except OSError:
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
 def make_engine(url: str, lock_timeout_s: float = LOCK_TIMEOUT_S) -> Engine:
     """An engine for ``url``; SQLite gets WAL mode, a busy timeout and explicit BEGIN statements,
-    PostgreSQL a lock timeout."""
+    PostgreSQL a lock timeout. An SQLite file in a folder the server cannot write, without its
+    ``-wal`` and ``-shm`` files, is opened read-only and immutable (SQLite could not open it otherwise):
+    pages are served, every write answers 503 "read-only", until a restart with a writable folder."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -72,6 +119,9 @@ def make_engine(url: str, lock_timeout_s: float = LOCK_TIMEOUT_S) -> Engine:
         ) from None
     try:
         if parsed.get_backend_name() == "sqlite":
+            path = sqlite_file(url)
+            if path is not None and path.is_file() and _unopenable_for_writing(path):
+                parsed = make_url(f"sqlite:///file:{quote(str(path.resolve()))}?mode=ro&immutable=1&uri=true")
             engine = create_engine(parsed, connect_args={"timeout": lock_timeout_s,
                                                          "check_same_thread": False})
             _configure_sqlite(engine)
@@ -83,12 +133,18 @@ def make_engine(url: str, lock_timeout_s: float = LOCK_TIMEOUT_S) -> Engine:
     return engine
 
 
+def _unopenable_for_writing(path: Path) -> bool:
+    """Whether SQLite would fail to open this WAL database at all: it cannot create the missing ``-shm``."""
+    return (not Path(f"{path}-shm").exists() and not os.access(path.parent, os.W_OK | os.X_OK))
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:
         dbapi_connection.isolation_level = None  # let us emit BEGIN ourselves (pysqlite's is deferred)
         cursor = dbapi_connection.cursor()
-        # WAL lets readers (the leaderboard) go on while a submission is being written.
+        # WAL lets readers (the leaderboard) go on while a submission is being written (a database opened
+        # read-only and immutable keeps its mode: SQLite ignores the request).
         if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -143,6 +199,27 @@ class Database:
             return
         with self.engine.connect() as connection:
             connection.exec_driver_sql(f"PRAGMA wal_checkpoint({'TRUNCATE' if truncate else 'PASSIVE'})")
+
+    def write_problem(self, min_free_bytes: int = 0) -> tuple[str, str] | None:
+        """Why a write would fail now, as ``(state, reason)``; None when it would succeed.
+
+        SQLite: the database's files and folder must be writable by this process ("read-only": a
+        rolled-back write cannot tell, since in WAL mode it never reaches the file, and a connection
+        opened before the file turned read-only still writes its WAL), and its disk must have
+        ``min_free_bytes`` free ("disk-full": SQLite reuses its WAL, so small writes still succeed
+        on a full disk until an upload needs room). Both databases: a write rolled back ("read-only",
+        "locked", "unreachable")."""
+        path = sqlite_file(self.url) if self.dialect == "sqlite" else None
+        if path is not None:
+            reason = read_only_reason(path)
+            if reason is not None:
+                return "read-only", reason
+            free = free_disk_bytes(path)
+            if free is not None and free < min_free_bytes:
+                return "disk-full", (f"{free / 2**20:.1f} MiB free on the database's disk; uploads need at "
+                                     f"least {min_free_bytes / 2**20:.0f} MiB")
+        state = self.writable()
+        return None if state == "ok" else (state, WRITE_PROBLEMS[state])
 
     def writable(self) -> str:
         """"ok", or why nothing can be written now ("read-only", "locked", "unreachable"): a write that is

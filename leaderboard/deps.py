@@ -7,6 +7,9 @@ app with its own ``Settings`` or override any of these with ``app.dependency_ove
 from __future__ import annotations
 
 import asyncio
+import math
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
@@ -16,11 +19,11 @@ from starlette.concurrency import run_in_threadpool
 from leaderboard.auth import bearer_token, parse_token
 from leaderboard.board_cache import BoardCache, BoardSnapshot
 from leaderboard.errors import Forbidden, LimitReached, Unauthorised
-from leaderboard.models import utcnow
+from leaderboard.models import MAX_ID, utcnow
 from leaderboard.scorer import Scorer
 from leaderboard.service import Leaderboard
 from leaderboard.settings import Settings
-from leaderboard.throttle import TokenThrottle
+from leaderboard.throttle import SignInLimit, TokenThrottle
 from leaderboard.uploads import BadForm, FormReader, ReceivedFile
 from leaderboard.views import TeamInfo
 
@@ -46,20 +49,61 @@ def get_board_cache(request: Request) -> BoardCache:
 
 
 def client_address(request: Request) -> str:
-    """The client's address as the server sees it (behind a proxy, the forwarded one uvicorn trusts)."""
+    """The client's address as the server sees it: the connection's peer, or, from a trusted proxy
+    (``serve --trusted-proxy``), the client ``X-Forwarded-For`` names (uvicorn's proxy headers)."""
     return request.client.host if request.client else "unknown"
 
 
+class KnownTeams:
+    """The ids of the registered teams, for the throttle (a token claiming a team that does not exist
+    never gets a per-team budget). Read again, at most once per ``REFRESH_S``, when asked about an id it
+    does not hold (teams are added by ``add-team``, from another process)."""
+
+    REFRESH_S = 1.0
+
+    def __init__(self, leaderboard: Leaderboard, clock=time.monotonic) -> None:
+        self.leaderboard = leaderboard
+        self.clock = clock
+        self.ids: frozenset[int] = frozenset()
+        self.read_at = -math.inf
+        self._lock = threading.Lock()
+
+    def known(self, team_id: int) -> bool | None:
+        """True or False without the database; None when the ids should be read again first."""
+        if team_id in self.ids:
+            return True
+        return None if self.clock() - self.read_at >= self.REFRESH_S else False
+
+    def read_and_check(self, team_id: int) -> bool:
+        with self._lock:
+            if self.clock() - self.read_at >= self.REFRESH_S:
+                self.ids = frozenset(self.leaderboard.team_ids())
+                self.read_at = self.clock()
+            return team_id in self.ids
+
+
+async def team_exists(request: Request, team_id: int) -> bool:
+    if not 1 <= team_id <= MAX_ID:
+        return False
+    known: KnownTeams = request.app.state.known_teams
+    answer = known.known(team_id)
+    return answer if answer is not None else await run_in_threadpool(known.read_and_check, team_id)
+
+
 async def throttled(request: Request, check: Callable[..., T], token: str | None, *args: object) -> T:
-    """``check(token, *args)`` under the token throttle (leaderboard.throttle): 429 while the claimed
-    team or the client's address has spent its budget of wrong tokens; a right token gives its
-    reservation back. A missing token is refused (401) without spending anything."""
+    """``check(token, *args)`` under the token throttle (leaderboard.throttle): 429 while the client's
+    address has spent its budget of wrong tokens for the claimed team, or its budget for all teams and
+    the claimed team is not an untouched, existing one; a right token gives its reservation back. A
+    missing token is refused (401) without spending anything."""
     if not token:
         raise Unauthorised("A valid team token is required (Authorization: Bearer TOKEN).")
     throttle: TokenThrottle = request.app.state.token_throttle
     parsed = parse_token(token)
+    team_id = parsed[0] if parsed else None
+    exists = team_id is not None and await team_exists(request, team_id)
+    address = client_address(request)
     waited = 0.0
-    while (reservation := throttle.reserve(client_address(request), parsed[0] if parsed else None)) is None:
+    while (reservation := throttle.reserve(address, team_id, team_exists=exists)) is None:
         if waited > THROTTLE_MAX_WAIT_S:
             raise LimitReached("Too many token checks at once; try again in a few seconds.",
                                headers={"Retry-After": "5"})
@@ -75,6 +119,13 @@ async def throttled(request: Request, check: Callable[..., T], token: str | None
         raise
     throttle.settle(reservation, right=True)
     return result
+
+
+def signing_in(request: Request, team_id: int) -> None:
+    """Spend one sign-in of the client's address for ``team_id`` (LimitReached past the budgets of
+    ``leaderboard.throttle.SignInLimit``)."""
+    limit: SignInLimit = request.app.state.sign_in_limit
+    limit.take(client_address(request), team_id)
 
 
 async def current_team(

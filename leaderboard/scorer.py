@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import BinaryIO
 
 from competition.scoring import ScoreReport, Solution, score_submission
 from leaderboard.uploads import ReceivedFile
@@ -41,11 +42,12 @@ class Scorer:
     def score(self, content: bytes | ReceivedFile, source_name: str) -> ScoreReport:
         """Validate and score one file; raises SubmissionInvalid, ScoringTimeout or a host-side error.
 
-        A ``ReceivedFile`` is read from disk inside the slot, so uploads waiting for one hold no copy.
+        A ``ReceivedFile`` is validated as it is read from disk, 64 KiB at a time, inside the slot: no
+        upload, waiting or being scored, holds a copy of its file in memory.
         """
         def run() -> ScoreReport:
-            data = content if isinstance(content, bytes) else content.read()
-            return score_now(data, self.solution, source_name)
+            source = content if isinstance(content, bytes) else content.stream()
+            return score_now(source, self.solution, source_name)
 
         future = self._pool.submit(run)
         try:
@@ -58,7 +60,7 @@ class Scorer:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def score_now(content: bytes, solution: Solution, source_name: str) -> ScoreReport:
+def score_now(content: bytes | BinaryIO, solution: Solution, source_name: str) -> ScoreReport:
     """``score_submission`` plus a guard: a non-finite score is a host-side fault, never stored."""
     report = score_submission(content, solution, max_problems=MAX_PROBLEMS, source_name=source_name)
     for value in (report.score, report.public, report.private):

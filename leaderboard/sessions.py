@@ -5,11 +5,11 @@ it can evict the session cookie with junk cookies and plant one of its own, obta
 with its own team's token ("cookie tossing"). What keeps such a cookie from making a victim upload
 for the planter's team:
 
-1. Each sign-in is a row of its own (``models.WebSession``); the cookie is ``<session id>.<secret>``
-   and only the secret's SHA-256 is stored. A cookie names one sign-in: signing out deletes the row
-   (the old cookie value then signs nobody in), ``reset-token`` deletes all of a team's rows, and a
-   session ends ``SESSION_LIFETIME`` after its sign-in. A raw team token planted as a cookie is no
-   session.
+1. Each sign-in is a row of its own (``models.WebSession``); the cookie is ``<session id>.<secret>``,
+   the id random (it counts nothing), and only the secret's SHA-256 is stored. A cookie names one
+   sign-in: signing out deletes the row (the old cookie value then signs nobody in), ``reset-token``
+   deletes all of a team's rows, and a session ends ``SESSION_LIFETIME`` after its sign-in. A raw team
+   token planted as a cookie is no session.
 2. Each session is bound to the browser it was made in. The pages' own script keeps a random
    browser key in ``localStorage``, which only pages of this exact origin can read or write, and
    adds it to every form. A sign-in records the key's digest; an upload or a selection change is
@@ -42,7 +42,9 @@ SECURE_SESSION_COOKIE = "__Host-" + SESSION_COOKIE
 BROWSER_KEY_FIELD = "browser_key"
 UNBOUND = "-"  # the digest of a session made without a browser key (no JavaScript)
 SESSION_LIFETIME = timedelta(days=30)
-MAX_SESSIONS_PER_TEAM = 50  # signed-in browsers kept per team; a new sign-in ends the oldest past it
+# Sessions kept per team (a browser holds one: signing in again replaces it); past it a new sign-in ends
+# the team's most recent other one, so repeated sign-ins end each other, never the earlier sessions.
+MAX_SESSIONS_PER_TEAM = 50
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,10 @@ class Settings:
             closed, an upload with nothing stored or counted.
         db_lock_timeout_s: how long a statement waits for a database lock held elsewhere; past it
             the request is answered 503 with Retry-After.
+        min_free_disk_bytes: SQLite: with less free space on the database's disk, ``/health`` answers
+            503 ``disk-full`` (an upload writes its file to the database and its WAL).
+        trusted_proxies: addresses or networks (comma-separated) whose ``X-Forwarded-For`` and
+            ``X-Forwarded-Proto`` headers are believed (``serve --trusted-proxy``); ``none``: nobody's.
     """
 
     db_url: str = DEFAULT_DB_URL
@@ -68,6 +72,8 @@ class Settings:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 120.0
     db_lock_timeout_s: float = 5.0
+    min_free_disk_bytes: int = 64 * 1024 * 1024
+    trusted_proxies: str = "127.0.0.1,::1"
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that :meth:`from_env` reads back."""

@@ -5,9 +5,9 @@ come before the file (the form's CSRF token, a typed team token, the browser key
 kept; when the file's part begins, ``admit`` runs (who is uploading, whether the competition is open,
 the team's daily limit and caps) and a refusal is answered before any more of the body is read. The
 file itself is written to a ``SpooledTemporaryFile`` that moves to disk past ``SPOOL_BYTES``, so an
-upload holds at most that much memory until it gets a scoring slot (``leaderboard.scorer``), and a
-refused one never more than one network chunk. The file's size is counted as it arrives and refused
-(413) past the server's limit.
+upload holds at most that much memory, waiting for a scoring slot and being scored (the validator
+streams it from the file, ``leaderboard.scorer``), and a refused one never more than one network
+chunk. The file's size is counted as it arrives and refused (413) past the server's limit.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import hashlib
 import zlib
 from collections.abc import Awaitable, Callable
 from tempfile import SpooledTemporaryFile
+from typing import BinaryIO
 
 from fastapi import Request
 from python_multipart.exceptions import FormParserError
@@ -27,7 +28,7 @@ from leaderboard.errors import LeaderboardError, PayloadTooLarge
 SPOOL_BYTES = 64 * 1024  # an upload's bytes kept in memory before it moves to a temporary file
 FIELD_BYTES = 256 * 1024  # one form field other than the file (a description is at most 500 characters)
 MAX_FIELDS = 8
-READ_CHUNK = 1 << 20
+READ_CHUNK = 64 * 1024  # what is read of a file at once (hashing, compressing)
 FILE_FIELD = "file"
 
 
@@ -59,6 +60,11 @@ class ReceivedFile:
         """The file's first ``size`` bytes."""
         self._file.seek(0)
         return self._file.read(size)
+
+    def stream(self) -> BinaryIO:
+        """The file, from its start, to read as it is (the validator reads it 64 KiB at a time)."""
+        self._file.seek(0)
+        return self._file  # type: ignore[return-value]
 
     def chunks(self):
         self._file.seek(0)

@@ -36,6 +36,7 @@ from leaderboard.deps import (
     board_snapshot,
     file_response,
     receive_submission,
+    signing_in,
     submit_file,
     throttled,
 )
@@ -175,10 +176,14 @@ def _other_browser(team: TeamInfo) -> str:
 
 async def _sign_in(request: Request, leaderboard: Leaderboard, token: str,
                    browser_key: str) -> tuple[TeamInfo, str] | None:
+    """A typed token signs this browser in: checked under the token throttle, then under the sign-in
+    budgets (429 past them); None for a wrong token."""
     try:
-        return await throttled(request, leaderboard.sign_in, token, browser_key)
+        team = await throttled(request, leaderboard.authenticate, token)
     except Unauthorised:
         return None
+    signing_in(request, team.id)
+    return team, await run_in_threadpool(leaderboard.start_session, team.id, browser_key)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -302,6 +307,8 @@ async def submit_upload(page: PageDep, leaderboard: LeaderboardDep) -> HTMLRespo
     async def admit(fields: dict[str, str]) -> None:
         csrf.check_token(request, fields.get(csrf.CSRF_FIELD, ""))
         chosen["team"] = await _uploading_team(page, leaderboard, fields)
+        if page.team is None:  # the typed token will sign this browser in
+            signing_in(request, chosen["team"].id)
         await admit_upload(leaderboard, page.settings, chosen["team"])
 
     try:
@@ -406,6 +413,7 @@ async def confirm_session(page: PageDep, leaderboard: LeaderboardDep, browser_ke
         return await page.render("mine.html", {"team": None, "message": "Enter your team token first."},
                                  status_code=401)
     value = page.request.cookies.get(sessions.cookie_name(page.request, page.settings.secure_cookies))
+    signing_in(page.request, page.team.id)
     try:
         _, new_value = await run_in_threadpool(leaderboard.confirm_session, value, session_id, team_id,
                                                browser_key)

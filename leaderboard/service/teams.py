@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime
 
 from sqlalchemy import delete, select
@@ -22,6 +23,14 @@ CONFIRM_CHANGED = ("This browser's sign-in changed after the page asked you to c
 
 def _info(team: Team) -> TeamInfo:
     return TeamInfo(team.id, team.name, team.disqualified_at is not None)
+
+
+def _free_session_id(session: Session) -> int:
+    """A random session id no session has (ids run from 1 to MAX_ID)."""
+    while True:
+        candidate = secrets.randbelow(MAX_ID) + 1
+        if session.get(WebSession, candidate) is None:
+            return candidate
 
 
 def _look_alike(session: Session, key: str, *, besides: int | None = None) -> Conflict | None:
@@ -82,6 +91,11 @@ class Teams(CompetitionStore):
             raise NotFound(f"no team called {name!r}")
         return team
 
+    def team_ids(self) -> list[int]:
+        """The ids of every registered team (disqualified ones included)."""
+        with self.db.reader() as session:
+            return list(session.scalars(select(Team.id)))
+
     def authenticate(self, token: str | None) -> TeamInfo:
         """The team a token belongs to; Unauthorised for a missing, malformed or wrong token."""
         refusal = Unauthorised("A valid team token is required (Authorization: Bearer TOKEN).")
@@ -103,20 +117,37 @@ class Teams(CompetitionStore):
         return team, self.start_session(team.id, browser_key)
 
     def start_session(self, team_id: int, browser_key: str | None, *, now: datetime | None = None) -> str:
-        """A new session of ``team_id`` bound to ``browser_key``; its cookie value. The team's oldest
-        sessions past ``MAX_SESSIONS_PER_TEAM`` end."""
+        """A new session of ``team_id`` bound to ``browser_key``; its cookie value.
+
+        Its id is random (the cookie says nothing about how many sign-ins the site has had). It replaces
+        the team's earlier sessions made in the same browser (the same key), so signing in again from a
+        browser costs no one else anything. Past ``MAX_SESSIONS_PER_TEAM`` the team's most recent other
+        sign-in ends: repeated sign-ins end each other, never the sessions that were there before them.
+        """
         secret, stored = sessions.new_secret()
-        with self.db.writer() as session:
-            row = WebSession(team_id=team_id, secret_hash=stored, created_at=now or utcnow(),
-                             browser_digest=sessions.key_digest(browser_key))
-            session.add(row)
-            session.flush()
-            kept = select(WebSession.id).where(WebSession.team_id == team_id).order_by(
-                WebSession.id.desc()).limit(sessions.MAX_SESSIONS_PER_TEAM)
-            session.execute(delete(WebSession)
-                            .where(WebSession.team_id == team_id, WebSession.id.not_in(kept))
+        digest = sessions.key_digest(browser_key)
+        for attempt in range(5):
+            try:
+                with self.db.writer() as session:
+                    session_id = _free_session_id(session)
+                    if digest != sessions.UNBOUND:
+                        same_browser = (WebSession.team_id == team_id) & (WebSession.browser_digest == digest)
+                        session.execute(delete(WebSession).where(same_browser)
+                                        .execution_options(synchronize_session=False))
+                    others = session.execute(
+                        select(WebSession.id).where(WebSession.team_id == team_id)
+                        .order_by(WebSession.created_at.desc(), WebSession.id.desc())).scalars().all()
+                    if len(others) >= sessions.MAX_SESSIONS_PER_TEAM:
+                        session.execute(delete(WebSession).where(WebSession.id.in_(
+                            others[:len(others) - sessions.MAX_SESSIONS_PER_TEAM + 1]))
                             .execution_options(synchronize_session=False))
-            return sessions.cookie_value(row.id, secret)
+                    session.add(WebSession(id=session_id, team_id=team_id, secret_hash=stored,
+                                           created_at=now or utcnow(), browser_digest=digest))
+                return sessions.cookie_value(session_id, secret)
+            except IntegrityError:  # the same random id drawn at once by another process (PostgreSQL)
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
 
     def session_of(self, value: str | None, *, now: datetime | None = None) -> sessions.SignedIn | None:
         """The session a cookie value names, or None (malformed, ended, expired or of no team)."""

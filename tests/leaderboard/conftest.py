@@ -7,29 +7,16 @@ PostgreSQL and Chromium tests skip with a reason when the binaries are missing, 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from lb_support import TinyCompetition, build_tiny_competition, free_port, init_competition, skip_or_fail
+from lb_support import TinyCompetition, build_tiny_competition, init_competition, skip_or_fail
 
 from leaderboard.service import Leaderboard
 from leaderboard.settings import Settings
+from tests.postgres_server import postgres_server
 
-
-def _postgres_bin() -> Path:
-    """$PG_BIN, else the newest /usr/lib/postgresql/<version>/bin (Debian's layout)."""
-    if os.environ.get("PG_BIN"):
-        return Path(os.environ["PG_BIN"])
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parts[-3])
-                   if p.parts[-3].isdigit() else 0)
-    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
-
-
-PG_BIN = _postgres_bin()
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
@@ -81,46 +68,8 @@ def client(leaderboard, settings):
 @pytest.fixture(scope="session")
 def postgres_url():
     """A throw-away PostgreSQL server on a loopback port; yields a SQLAlchemy URL (psycopg 3)."""
-    for tool in ("initdb", "pg_ctl"):
-        if not (PG_BIN / tool).exists():
-            skip_or_fail(f"PostgreSQL binaries not found in {PG_BIN} (apt-get install postgresql)")
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        skip_or_fail("psycopg is not installed (pip install 'psycopg[binary]')")
-    as_root = os.geteuid() == 0
-    if as_root and shutil.which("runuser") is None:
-        skip_or_fail("running as root without runuser: cannot start PostgreSQL as the postgres user")
-    base = Path(tempfile.mkdtemp(prefix="lb-pg-"))
-    data, sockets = base / "data", base / "run"
-    data.mkdir()
-    sockets.mkdir()
-    if as_root:
-        shutil.chown(base, "postgres")
-        shutil.chown(data, "postgres")
-        shutil.chown(sockets, "postgres")
-        base.chmod(0o755)
-
-    def as_postgres(*cmd: str) -> subprocess.CompletedProcess:
-        full = ["runuser", "-u", "postgres", "--", *cmd] if as_root else list(cmd)
-        return subprocess.run(full, capture_output=True, text=True, timeout=120)
-
-    port = free_port()
-    done = as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                       "--encoding=UTF8", "--no-sync")
-    if done.returncode != 0:
-        pytest.fail(f"initdb failed: {done.stderr}")
-    options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    done = as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"),
-                       "-w", "-t", "60", "start")
-    if done.returncode != 0:
-        log = (base / "log").read_text() if (base / "log").exists() else ""
-        pytest.fail(f"PostgreSQL did not start: {done.stderr}\n{log}")
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(base, ignore_errors=True)
+    with postgres_server(skip_or_fail) as url:
+        yield url
 
 
 @pytest.fixture

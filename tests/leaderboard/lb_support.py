@@ -185,14 +185,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def served_in_a_child(db_url: str, *serve_args: str, start_s: float = 60.0
+def served_in_a_child(db_url: str, *serve_args: str, start_s: float = 60.0, log_to: Path | None = None
                       ) -> Iterator[tuple[str, subprocess.Popen]]:
     """``tpugraphs leaderboard serve`` in a child process on a free loopback port: yields ``(base url,
     process)`` once /health answers, and stops it afterwards. Fails the test with the server's output
-    when it exits or does not answer within ``start_s``."""
+    when it exits or does not answer within ``start_s``. ``log_to``: a file that keeps the server's
+    output (stdout and stderr) for the test to read."""
     port = free_port()
     root = Path(__file__).resolve().parents[2]
-    with tempfile.TemporaryFile() as output:
+    with open(log_to, "w+b") if log_to else tempfile.TemporaryFile() as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "competition.cli", "leaderboard", "serve", "--db", db_url,
              "--port", str(port), "--log-level", "warning", *serve_args],
@@ -214,6 +215,12 @@ def served_in_a_child(db_url: str, *serve_args: str, start_s: float = 60.0
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+def client_from(address: str, base_url: str, **kwargs) -> httpx.Client:
+    """An HTTP client whose connections come from the loopback ``address`` (127.0.0.2, 127.0.0.3, ...):
+    to the server, another client address."""
+    return httpx.Client(base_url=base_url, transport=httpx.HTTPTransport(local_address=address), **kwargs)
 
 
 class LiveServer:

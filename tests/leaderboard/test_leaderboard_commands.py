@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -167,65 +165,6 @@ def test_export_reveal_and_disqualify(initialised, tiny, tmp_path, capsys):
     with Database(initialised).reader() as session:
         assert session.query(Team).one().disqualified_reason == "x"
     assert run(capsys, "leaderboard", "disqualify", "--db", initialised, "Nobody")[0] == 1
-
-
-# ---------------------------------------------------------------------------------------------
-# The Codabench scoring program
-
-
-def _codabench_input(root: Path, solution: bytes, submission: bytes | None) -> Path:
-    (root / "input" / "ref").mkdir(parents=True)
-    (root / "input" / "res").mkdir(parents=True)
-    (root / "input" / "ref" / "solution.csv").write_bytes(solution)
-    if submission is not None:
-        (root / "input" / "res" / "predictions.csv").write_bytes(submission)
-    return root / "input"
-
-
-def _run_program(program: Path, input_dir: Path, output_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-I", str(program / "score.py"), str(input_dir), str(output_dir)],
-                          capture_output=True, text=True, timeout=120, cwd=input_dir.parent)
-
-
-def test_codabench_program_scores_with_the_kits_scorer(tmp_path, tiny, capsys):
-    program = tmp_path / "program"
-    code, out, _ = run(capsys, "leaderboard", "export-codabench", "--out", str(program))
-    assert code == 0 and "zip" in out
-    assert ("command: python3 /app/program/score.py /app/input /app/output"
-            in (program / "metadata.yaml").read_text())
-
-    submission = tiny.submission(4)
-    input_dir = _codabench_input(tmp_path / "ok", tiny.solution_csv, submission)
-    done = _run_program(program, input_dir, tmp_path / "ok" / "output")
-    assert done.returncode == 0, done.stderr
-    assert str(program / "competition") in done.stdout  # its own copy of the scorer, not the installed kit
-    scores = json.loads((tmp_path / "ok" / "output" / "scores.json").read_text())
-    expected = score_submission(submission, load_solution(tiny.solution_csv))
-    assert scores["public"] == expected.public and scores["private"] == expected.private
-    assert scores["score"] == expected.score
-    assert scores["public_tile_xla"] == expected.public_collections["tile:xla"]
-
-
-def test_codabench_program_writes_nothing_on_failure(tmp_path, tiny, capsys):
-    program = tmp_path / "program"
-    assert run(capsys, "leaderboard", "export-codabench", "--out", str(program))[0] == 0
-
-    invalid = _codabench_input(tmp_path / "invalid", tiny.solution_csv, tiny.invalid_submission())
-    done = _run_program(program, invalid, tmp_path / "invalid" / "output")
-    assert done.returncode == 1 and "INVALID submission" in done.stderr
-    assert (not (tmp_path / "invalid" / "output").exists()
-            or not any((tmp_path / "invalid" / "output").iterdir()))
-
-    broken_solution = _codabench_input(tmp_path / "host", b"not,a,solution\n", tiny.submission())
-    done = _run_program(program, broken_solution, tmp_path / "host" / "output")
-    assert done.returncode == 2 and "host side" in done.stderr and "not,a" not in done.stderr
-    assert not (tmp_path / "host" / "output").exists()
-
-    empty = _codabench_input(tmp_path / "empty", tiny.solution_csv, None)
-    done = _run_program(program, empty, tmp_path / "empty" / "output")
-    assert done.returncode == 1 and "exactly one CSV" in done.stderr
-
-    assert run(capsys, "leaderboard", "export-codabench", "--out", str(program))[0] == 2  # not empty
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import logging
 import pytest
 from lb_support import LiveServer, bearer, form_post, upload
 
-from competition.data.leaderboard_client import ServerRefused, format_status, upload_submission
+from competition.data.remote.leaderboard_client import ServerRefused, format_status, upload_submission
 from leaderboard.access_log import RedactQuery, redact_path
 from leaderboard.app import create_app
 from leaderboard.models import Submission
@@ -87,19 +87,20 @@ def test_the_login_form_is_throttled_too(client, leaderboard):
     assert codes == [401] * TEAM_FAILURES + [429] * 2
 
 
-def test_a_throttled_team_gets_its_budget_back_and_other_teams_are_not_affected():
+def test_a_throttled_team_gets_its_budget_back_and_other_teams_and_addresses_are_not_affected():
     from leaderboard.errors import LimitReached
 
     now = [0.0]
     throttle = TokenThrottle(team_failures=3, address_failures=100, window_s=60.0, clock=lambda: now[0])
     for _ in range(3):
-        throttle.settle(throttle.reserve("a", 1), right=False)  # three wrong tokens for team 1
-    with pytest.raises(LimitReached, match="Too many wrong tokens for team 1") as refused:
-        throttle.reserve("b", 1)  # from any address
+        throttle.settle(throttle.reserve("a", 1, team_exists=True), right=False)  # 3 wrong tokens for team 1
+    with pytest.raises(LimitReached, match="Too many wrong tokens for team 1 from your address") as refused:
+        throttle.reserve("a", 1, team_exists=True)
     assert 1 <= int(refused.value.headers["Retry-After"]) <= 21
-    throttle.settle(throttle.reserve("a", 2), right=True)  # another team is untouched
+    throttle.settle(throttle.reserve("b", 1, team_exists=True), right=True)  # another address is untouched
+    throttle.settle(throttle.reserve("a", 2, team_exists=True), right=True)  # and so is another team
     now[0] += 20.0  # one failure's worth refilled
-    throttle.reserve("a", 1)
+    throttle.reserve("a", 1, team_exists=True)
 
 
 @pytest.mark.parametrize(("path", "logged"), [
