@@ -1,12 +1,13 @@
 """``make demo``: the whole competition loop on the small embedded competition.
 
 1. builds the embedded competition once (``tpugraphs synth``; reused when present);
-2. runs every reference method with ``solutions.runner.solve`` (``tpugraphs solve``): trains on the
+2. runs every reference method with ``solutions.solve.runner.solve`` (``tpugraphs solve``): trains on the
    train split, selects and reports on the valid split with the official metric, predicts the test
    split, writes and validates the submission;
 3. scores each submission against the hidden labels (``tpugraphs score``) and prints, per method and
    collection, the validation and the test score, with time and peak memory; the final scores that
-   are within noise of the best are marked (``tpugraphs compare``'s paired bootstrap over graphs).
+   are within noise of the best are marked (``competition.stats.within_noise_of_best``: ``tpugraphs
+   compare``'s paired tests over graphs, Holm-adjusted over every pair of methods).
 
 Every step is the code a user runs through ``tpugraphs``.
 """
@@ -24,9 +25,9 @@ from competition.collections import COLLECTIONS
 from competition.data.locate import clear_stamp, is_embedded_competition, stamp_competition
 from competition.data.synth import generate_competition
 from competition.scoring import ScoreReport, Solution, load_solution, score_submission
-from competition.stats import GraphScores, compare, load_graph_scores
-from solutions.method import FitOptions
-from solutions.runner import SolveError, SolveReport, solve
+from competition.stats import GraphScores, load_graph_scores, within_noise_of_best
+from solutions.methods.base import FitOptions
+from solutions.solve.runner import SolveError, SolveReport, solve
 
 DEFAULT_METHODS = ("random", "heuristic", "gbdt", "gnn")
 SHORT = {"tile:xla": "tile", "layout:xla:default": "xla:def", "layout:xla:random": "xla:rnd",
@@ -40,9 +41,10 @@ def noise_marks(results: dict[str, tuple[SolveReport, ScoreReport]],
                 solution: Solution) -> dict[str, tuple[str, str]]:
     """Per method, a mark for its final validation and test score: ``*`` the best, ``~`` within noise of it.
 
-    Within noise: the 95 % paired bootstrap interval of (method - best) over graphs contains 0
-    (``competition.stats.compare``): the valid graphs for the validation score, the hidden test
-    graphs for the test score. Every method is scored on the same graphs, so the pairing holds.
+    Within noise: ``competition.stats.within_noise_of_best`` does not set the method apart from the
+    best (``compare``'s paired t interval and sign-flip test, Holm-adjusted over every pair of methods,
+    since the best is picked on the same graphs): the valid graphs for the validation score, the hidden
+    test graphs for the test score. Every method is scored on the same graphs, so the pairing holds.
     """
     valid = {m: GraphScores.from_arrays(m, {c.collection: c.valid_graph_scores for c in solved.collections})
              for m, (solved, _) in results.items()}
@@ -54,10 +56,11 @@ def noise_marks(results: dict[str, tuple[SolveReport, ScoreReport]],
             continue
         best = max(comparable, key=lambda m: comparable[m].score)
         marks[best][side] = "*"
-        for method, scores in comparable.items():
-            if method != best and scores.same_graphs(comparable[best]):
-                gap = compare(comparable[best], scores, draws=NOISE_DRAWS).overall.interval
-                marks[method][side] = "~" if gap.contains(0.0) else ""
+        same = {m: s for m, s in comparable.items() if s.same_graphs(comparable[best])}
+        verdict = within_noise_of_best(same, draws=NOISE_DRAWS)
+        for method in same:
+            if method != best:
+                marks[method][side] = verdict.mark(method)
     return {m: (v, t) for m, (v, t) in marks.items()}
 
 
@@ -81,8 +84,9 @@ def results_table(results: dict[str, tuple[SolveReport, ScoreReport]],
         peak = max(c.peak_memory_mb for c in solved.collections)
         lines.append(f"{method:<10} " + " ".join(cells) + f" {final:>15} {solved.seconds:>7.0f} {peak:>8.0f}")
     if marks:
-        lines.append("final: * the best; ~ within noise of the best (its 95% paired bootstrap interval "
-                     "over graphs contains 0: valid graphs for valid, hidden test graphs for test)")
+        lines.append("final: * the best; ~ within noise of the best (not set apart by the paired t and "
+                     "sign-flip tests at 5%, Holm-adjusted over every pair of methods: valid graphs for "
+                     "valid, hidden test graphs for test)")
     return "\n".join(lines)
 
 
@@ -93,7 +97,7 @@ def real_data_line(model_dirs: dict[str, Path]) -> str:
     """How the demo's models rank the real layout graph the kit ships, with a 95 % interval over its configs.
 
     ``model_dirs``: method -> the folder ``solve`` saved its models in. The ranking is ``tpugraphs rank``'s
-    (``solutions.ranking``: the saved model, or a seed ensemble's blend). One graph of one program whose
+    (``solutions.rank.ranking``: the saved model, or a seed ensemble's blend). One graph of one program whose
     112 measured configs lie within 1.6 % of each other: the line says so. Most of its pairs of configs
     differ by less than its configs measured twice do, so a second line scores the pairs beyond that
     noise (``competition.stats.noise``).
@@ -101,8 +105,8 @@ def real_data_line(model_dirs: dict[str, Path]) -> str:
     from competition.data.realdata import LAYOUT_PROTO
     from competition.stats import tau_interval
     from competition.stats.noise import beyond_noise_interval, pairs_beyond_noise
-    from solutions.dedup import repeat_noise_of
-    from solutions.ranking import RankError, rank_program, read_program
+    from solutions.features.dedup import repeat_noise_of
+    from solutions.rank.ranking import RankError, rank_program, read_program
 
     program = read_program(LAYOUT_PROTO)
     runtimes = program.graph.config_runtime.astype(np.float64)

@@ -168,7 +168,7 @@ def test_a_run_valued_on_a_sample_gets_the_spread_of_that_sample(monkeypatch):
 
 
 def test_a_graphs_noise_is_read_from_its_configs_measured_more_than_once():
-    from solutions.dedup import deduplicate_configs, repeat_noise_of
+    from solutions.features.dedup import deduplicate_configs, repeat_noise_of
 
     rng = np.random.default_rng(6)
     configs = rng.integers(0, 3, size=(40, 2, 18)).astype(np.int8)

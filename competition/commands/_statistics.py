@@ -25,9 +25,17 @@ def add_seed(parser: argparse.ArgumentParser) -> None:
                         help="seed of the resampling: the same seed gives the same numbers (default: 0)")
 
 
+INTERVAL_CHOICES = ("t", "bootstrap-t", "percentile")  # competition.stats.INTERVAL_METHODS (numpy-free here)
+
+
 def add_bootstrap(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--interval", choices=INTERVAL_CHOICES, default="t",
+                        help="interval method: t (default; Welch-Satterthwaite on the final score), "
+                             "bootstrap-t (studentized bootstrap: the best for few skewed tile scores), "
+                             "percentile (the 1.0 default; too narrow under 30 graphs)")
     parser.add_argument("--bootstrap", type=positive_int, default=2000, metavar="DRAWS",
-                        help="bootstrap draws (default: 2000)")
+                        help="bootstrap draws of the bootstrap intervals, and random sign patterns of "
+                             "compare's sign-flip test beyond 12 graphs (default: 2000)")
     parser.add_argument("--confidence", type=open_fraction, default=0.95, metavar="LEVEL",
                         help="confidence level of the intervals (default: 0.95)")
     add_seed(parser)

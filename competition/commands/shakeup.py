@@ -15,6 +15,9 @@ final ranking). This replays such splits (--draws of them) on the scored test gr
 collection, and reports for each submission the spread of its private score, how often it has the
 best public score (the pick a competitor makes) and how often the best private score (the pick they
 should make), plus how often picking by the public board finds the private best and what it costs.
+These probabilities hold given the full test set: they replay splits of these very graphs, and say
+nothing of how the submissions would fare on other test graphs (use 'tpugraphs report' or 'compare'
+for that).
 
 JSON keys: public_share, draws, seed, submissions [{submission, actual_public, actual_private,
 private_mean, private_sd, private_p05, private_p95, gap_sd, chosen_by_public, best_on_private}],

@@ -65,7 +65,7 @@ def repeat_noise(keys: np.ndarray, runtimes: np.ndarray, *, quantile: float = NO
     """The noise of a graph's measurements, from its configs measured more than once; None when fewer
     than ``min_pairs`` pairs of repeated measurements exist.
 
-    keys: (c,) or (c, k), equal rows = the same config (``solutions.dedup.repeat_noise_of`` passes
+    keys: (c,) or (c, k), equal rows = the same config (``solutions.features.dedup.repeat_noise_of`` passes
     ``deduplicate_configs(configs).inverse``); runtimes: (c,) positive. A config measured more than
     ``MAX_GROUP`` times counts the pairs of a seeded sample of that many.
     """

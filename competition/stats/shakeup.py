@@ -11,7 +11,9 @@ Reported for each submission: the spread of its private score over the splits; h
 best public score (the one a competitor would pick by the board); how often it has the best private
 score (the one they should have picked). Over all splits: how often the public pick is also the
 private best, and the mean private score lost by picking on the public board (regret). Ties go to
-the submission listed first.
+the submission listed first. These probabilities hold **given the full test set**: the splits are of
+these very graphs, so they say how far the public board can mislead about this test set, not how
+the submissions would fare on other graphs (``report`` and ``compare`` answer that).
 
 Per-graph scores come from ``competition.stats.bootstrap`` (the kit's scorer, computed once); a draw
 costs one boolean mask and two matrix products per collection.
