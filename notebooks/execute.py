@@ -1,6 +1,6 @@
 """Execute the starter notebooks in place, stamped with what their outputs come from (``make notebooks``).
 
-    python notebooks/execute.py                  # all five, on the small embedded competition
+    python notebooks/execute.py                  # every notebook, on the small embedded competition
     python notebooks/execute.py 03_*.ipynb       # some of them
     python notebooks/execute.py --check          # say which committed notebooks are stale; exit 1 if any
 
@@ -12,12 +12,17 @@ GitHub previews it. Its metadata records, under ``tpugraphs``:
 
 - ``cells``: a hash of the notebook's own code cells;
 - ``kit``: the kit's version (the installed package's, as the leaderboard's scorer version reads it);
-- ``data``: the scale, seed and generator version of the competition it ran on.
+- ``data``: the scale, seed and generator version of the competition it ran on;
+- ``tiny_figures``: the figures (every number printed with four or more decimals: scores, taus,
+  intervals), per code cell, of a second execution on the *tiny* competition in a fresh folder, as
+  ``make test`` executes it.
 
 ``tests/test_notebooks.py`` recomputes these: a notebook whose cells changed, or that ran on another
 release of the kit or another generator, fails the test until it is re-executed. An edit elsewhere in
 the kit between releases does not make a notebook stale: the slow test of ``tests/test_notebooks.py``
-executes every notebook against the working tree, so such an edit that breaks one fails there.
+executes every notebook against the working tree, so such an edit that breaks one fails there, and
+one that moves its figures beyond the known spread between machines (``CROSS_MACHINE_SPREAD``) fails
+the comparison with ``tiny_figures`` there too: the committed outputs no longer come from the code.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -35,6 +41,15 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 METADATA_KEY = "tpugraphs"
 CELL_TIMEOUT_S = 1800  # the small competition: the longest cell (notebook 03's training) takes minutes
+# A figure is a number printed with four or more decimals (scores, taus, intervals; timings and memory
+# are printed with fewer). The same code on another machine moves the figures of a trained model: the
+# gnn's tile test score in notebook 03 came out 0.9887 on one machine and 0.9472 on another, repeatably
+# (0.04; the final score 0.5958 and 0.5875). A figure that moves more than this is a change of the code.
+FIGURE = re.compile(r"(?<![\w.])-?\d+\.\d{4,}(?![\w.])")
+# Interval bounds ("[0.2739, 0.5033]") are left out: at the tiny competition's two graphs per collection a
+# t interval is 12.7 standard errors wide, so its bounds amplify any move of the scores they come from.
+INTERVAL = re.compile(r"\[[^\]\n]*\]")
+CROSS_MACHINE_SPREAD = 0.05
 
 
 def cells_hash(nb: dict) -> str:
@@ -78,6 +93,39 @@ def stale_reasons(path: Path) -> list[str]:
     return reasons
 
 
+def _output_text(output: dict) -> str:
+    text = output.get("text", "") if output.get("output_type") == "stream" else \
+        output.get("data", {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def figures(nb: dict) -> dict[str, list[float]]:
+    """The figures each code cell printed (``FIGURE``, outside interval brackets), keyed by the cell's
+    position among the code cells."""
+    code = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+    found = {str(i): [float(x) for output in cell.get("outputs", [])
+                      for x in FIGURE.findall(INTERVAL.sub("", _output_text(output)))]
+             for i, cell in enumerate(code)}
+    return {i: values for i, values in found.items() if values}
+
+
+def figure_differences(recorded: dict[str, list[float]], measured: dict[str, list[float]],
+                       spread: float = CROSS_MACHINE_SPREAD) -> list[str]:
+    """Where ``measured`` departs from ``recorded``: a cell whose figures differ in number, or one that
+    moved by more than ``spread`` (one line each, empty when they agree)."""
+    problems = []
+    for cell in sorted(set(recorded) | set(measured), key=int):
+        was, now = recorded.get(cell, []), measured.get(cell, [])
+        if len(was) != len(now):
+            problems.append(f"code cell {cell}: {len(now)} figures printed, {len(was)} recorded")
+            continue
+        moved = [(a, b) for a, b in zip(was, now, strict=True) if abs(a - b) > spread]
+        if moved:
+            shown = ", ".join(f"{a:.4f} recorded, {b:.4f} now" for a, b in moved[:3])
+            problems.append(f"code cell {cell}: {shown} (beyond the cross-machine spread {spread})")
+    return problems
+
+
 def kernel_path(folder: Path) -> Path:
     """A JUPYTER_PATH whose ``python3`` kernel is this interpreter: no kernel installation needed."""
     spec_dir = folder / "kernels" / "python3"
@@ -116,18 +164,45 @@ def relative_outputs(nb, root: Path = ROOT) -> None:
                     output["data"][key] = value.replace(prefix, "")
 
 
+def _clean(nb) -> None:
+    for cell in nb.cells:  # a clean slate: nothing of an earlier run survives a failed cell
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+
+
+def tiny_figures(nb) -> dict[str, list[float]]:
+    """The figures of ``nb`` executed as ``make test`` executes it: on the tiny competition named by
+    ``$TPUGRAPHS_DATA``, in a fresh folder (no file of another notebook at hand)."""
+    import copy
+
+    from competition.data.locate import find_data
+
+    copied = copy.deepcopy(nb)
+    _clean(copied)
+    saved = {name: os.environ.get(name) for name in ("TPUGRAPHS_SCALE", "TPUGRAPHS_DATA")}
+    os.environ["TPUGRAPHS_SCALE"] = "tiny"
+    os.environ["TPUGRAPHS_DATA"] = str(find_data(scale="tiny").public_dir)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            execute(copied, Path(folder))
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+    return figures(copied)
+
+
 def run_one(path: Path, scale: str) -> float:
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:  # a clean slate: nothing of an earlier run survives a failed cell
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
+    _clean(nb)
     started = time.monotonic()
     execute(nb, NOTEBOOK_DIR)
     seconds = time.monotonic() - started
     relative_outputs(nb)
     nb.metadata[METADATA_KEY] = stamp(nb, scale)
+    if scale == "small":  # what make test compares its own execution with
+        nb.metadata[METADATA_KEY]["tiny_figures"] = tiny_figures(nb)
     nbformat.write(nb, path)
     return seconds
 

@@ -5,10 +5,16 @@
   temporary folders with the environment patched.
 - Every notebook in ``notebooks/`` as committed: executed (``make notebooks``) without an error or a
   warning, its outputs from its current cells on this release of the kit and of the generator (the
-  stamp ``notebooks/execute.py`` recorded), of bounded size, the same first cell.
+  stamp ``notebooks/execute.py`` recorded), of bounded size, the same install and setup cells; a
+  competitor's notebook looks at the hidden test labels only in its last section, "How did we do?".
+- The install cell on a stand-in for Kaggle's offline input folder: the repository as a dataset installs
+  with no index (slow).
 - Every notebook executed top to bottom in a fresh kernel (nbclient) on the tiny embedded competition,
   offline, within a two-minute budget, with progress on (as a user sees it): no ``TqdmWarning``, a
-  bounded number of output lines per cell, a valid ``submission.csv`` in its working folder.
+  bounded number of output lines per cell, a valid ``submission.csv`` in its working folder; the
+  hidden labels opened (an audit hook in the kernel) only after the submission is written, in the
+  "How did we do?" section; its figures within the cross-machine spread of those recorded by ``make
+  notebooks`` (``notebooks/execute.py``, ``tiny_figures``).
   The kernel is this interpreter (``sys.executable``, i.e. ``.venv/bin/python`` under ``make test``),
   registered as ``python3`` through a temporary ``JUPYTER_PATH``: no kernel installation step.
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -309,11 +316,45 @@ def _source(cell: dict) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def test_the_five_notebooks_exist():
+HOSTS_NOTEBOOK = "hosts_leaderboard.ipynb"  # a host's: the hidden labels are what it serves
+COMPETITOR_NOTEBOOKS = [p for p in NOTEBOOKS if p.name != HOSTS_NOTEBOOK]
+HOW_DID_WE_DO = re.compile(r"^##+ (?:\d+\. )?How did we do\?", re.MULTILINE)
+
+
+def test_the_notebooks_exist():
     names = [p.name for p in NOTEBOOKS]
     for expected in ("01_data_tour.ipynb", "02_tile_baseline.ipynb", "03_layout_pruning_and_model.ipynb",
-                     "04_submit.ipynb", "05_is_it_better.ipynb"):
+                     "04_submit.ipynb", "05_is_it_better.ipynb", HOSTS_NOTEBOOK):
         assert expected in names
+
+
+def _scoring_section_start(nb: dict) -> int | None:
+    """The position, among the code cells, of the first code cell of the "How did we do?" section (None: the
+    notebook has none)."""
+    code = 0
+    start = None
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown" and HOW_DID_WE_DO.search(_source(cell)):
+            start = code
+        code += cell["cell_type"] == "code"
+    return start
+
+
+@pytest.mark.parametrize("path", COMPETITOR_NOTEBOOKS, ids=lambda p: p.stem)
+def test_hidden_labels_are_read_only_in_the_last_section(path: Path):
+    """Selection happens on the valid split: the hidden test labels (``data.solution_path``) appear only in
+    the last section, "How did we do?", which no later section follows."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    start = _scoring_section_start(nb)
+    readers = [i for i, cell in enumerate(_code_cells(nb)) if "data.solution_path" in _source(cell)]
+    if start is None:
+        assert not readers, f"{path.name}: code cells {readers} read the hidden labels; no 'How did we do?'"
+        return
+    assert all(i >= start for i in readers), (
+        f"{path.name}: code cells {readers} read the hidden labels before code cell {start}")
+    headings = [h for cell in nb["cells"] if cell["cell_type"] == "markdown"
+                for h in re.findall(r"^## .*", _source(cell), re.MULTILINE)]
+    assert HOW_DID_WE_DO.match(headings[-1]), f"{path.name}: {headings[-1]!r} follows 'How did we do?'"
 
 
 def _output_text(output: dict) -> str:
@@ -396,12 +437,20 @@ def test_staleness_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         "never executed by notebooks/execute.py (no metadata.tpugraphs)"]
 
 
-def test_notebooks_share_the_setup_cell():
-    """The first code cell makes the kit importable and calls it; it is the same everywhere, and short."""
-    first = {path.name: _source(_code_cells(json.loads(path.read_text(encoding="utf-8")))[0])
-             for path in NOTEBOOKS}
-    assert len(set(first.values())) == 1, f"setup cells differ: {sorted(first)}"
-    setup = next(iter(first.values()))
+def _install_and_setup(path: Path) -> tuple[str, str]:
+    """The first two code cells: the Kaggle install cell, then the setup cell."""
+    install, setup = _code_cells(json.loads(path.read_text(encoding="utf-8")))[:2]
+    return _source(install), _source(setup)
+
+
+def test_notebooks_share_the_install_and_setup_cells():
+    """The first code cell installs the kit on Kaggle, the second makes it importable and calls it; both are
+    the same everywhere, so each notebook stands alone, and the setup is short."""
+    cells = {path.name: _install_and_setup(path) for path in NOTEBOOKS}
+    assert len({install for install, _ in cells.values()}) == 1, f"install cells differ: {sorted(cells)}"
+    assert len({setup for _, setup in cells.values()}) == 1, f"setup cells differ: {sorted(cells)}"
+    install, setup = next(iter(cells.values()))
+    assert "--no-build-isolation" in install and "--no-index" in install and "--no-deps" in install
     assert ("DATA_DIR = None" in setup and "SCALE = None" in setup
             and "setup_notebook(DATA_DIR, SCALE)" in setup)
     code = [line for line in setup.splitlines() if line.strip() and not line.startswith("#")]
@@ -409,7 +458,7 @@ def test_notebooks_share_the_setup_cell():
 
 
 def _setup_cell() -> str:
-    return _source(_code_cells(json.loads(NOTEBOOKS[0].read_text(encoding="utf-8")))[0])
+    return _install_and_setup(NOTEBOOKS[0])[1]
 
 
 def _run_setup_without_site(tmp_path: Path, cwd: Path) -> subprocess.CompletedProcess:
@@ -442,6 +491,55 @@ def test_setup_cell_says_where_to_look_without_the_kit(tmp_path):
     assert "notebooks/README.md" in done.stderr  # the failing line's comment, shown in the traceback
 
 
+def _kit_as_a_dataset(folder: Path) -> Path:
+    """The repository's installable files in ``folder`` (as a zip of the repository unpacks), read-only."""
+    folder.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).is_file():
+            shutil.copy(ROOT / name, folder)
+    for package in ("competition", "solutions", "leaderboard"):
+        shutil.copytree(ROOT / package, folder / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def _read_only(folder: Path) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~0o222)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["repository", "wheel"])
+def test_install_cell_installs_the_kit_offline(route: str, tmp_path: Path):
+    """Kaggle's offline routes: the repository, or its wheel, as a read-only dataset; pip with no index."""
+    dataset = tmp_path / "input" / "tpugraphs-kit"
+    source = _kit_as_a_dataset(dataset / "repository" if route == "repository" else tmp_path / "source")
+    if route == "wheel":
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-index",
+                                "--no-build-isolation", "-w", str(dataset), str(source)],
+                               capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0, built.stderr
+    _read_only(dataset)
+    install, _ = _install_and_setup(NOTEBOOKS[0])
+    script = tmp_path / "install_cell.py"
+    script.write_text(install.replace("/kaggle/input/tpugraphs-kit", str(dataset))
+                      .replace("/tmp/tpugraphs-kit", str(tmp_path / "build")))
+    site = tmp_path / "site"
+    env = {"PATH": os.environ.get("PATH", ""), "PIP_TARGET": str(site), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+           "PIP_CONFIG_FILE": os.devnull,  # no find-links or index from this machine's pip configuration
+           "HOME": str(tmp_path)}
+    try:  # python -S: no installed kit, as on Kaggle before the cell runs (pip itself runs with its site)
+        done = subprocess.run([sys.executable, "-S", str(script)], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        for path in [dataset, *dataset.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)  # let pytest clean up
+    assert done.returncode == 0, done.stderr[-2000:]
+    check = subprocess.run([sys.executable, "-c", "import competition; print(competition.__file__)"],
+                           env={**env, "PYTHONPATH": str(site)}, cwd=tmp_path, capture_output=True, text=True)
+    assert check.stdout.strip() == str(site / "competition" / "__init__.py"), check.stderr
+    assert (site / "solutions" / "methods").is_dir() and (site / "leaderboard").is_dir()
+
+
 # --------------------------------------------------------------------------------------------------
 # The notebooks executed
 
@@ -452,6 +550,72 @@ def venv_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     return executor.kernel_path(tmp_path_factory.mktemp("jupyter"))
+
+
+# Injected before a notebook's first cell when the test executes it: records, with the number of the cell
+# running, every opening of the hidden labels (or a command naming them) and every write of submission.csv.
+AUDIT_CELL = """
+import json as _json, os as _os, sys as _sys
+_TPUGRAPHS_SOLUTION = {solution!r}
+_TPUGRAPHS_SEEN = []
+def _tpugraphs_audit(event, args, _busy=[]):
+    if _busy or event not in ("open", "os.rename", "subprocess.Popen"):
+        return
+    _busy.append(1)
+    try:
+        cell = get_ipython().execution_count
+        if event == "open" and isinstance(args[0], (str, bytes, _os.PathLike)):
+            path = _os.path.realpath(_os.fsdecode(args[0]))
+            flags = (args[2] or 0) & (_os.O_WRONLY | _os.O_RDWR)
+            writing = any(c in (args[1] or "") for c in "wax+") or flags
+            if path == _TPUGRAPHS_SOLUTION:
+                _TPUGRAPHS_SEEN.append(["labels", cell])
+            elif writing and _os.path.basename(path) == "submission.csv":
+                _TPUGRAPHS_SEEN.append(["submission", cell])
+        elif event == "os.rename" and _os.path.basename(_os.fsdecode(args[1])) == "submission.csv":
+            _TPUGRAPHS_SEEN.append(["submission", cell])
+        elif event == "subprocess.Popen" and any(_TPUGRAPHS_SOLUTION in str(a) for a in (args[1] or [])):
+            _TPUGRAPHS_SEEN.append(["labels", cell])
+    finally:
+        _busy.clear()
+_sys.addaudithook(_tpugraphs_audit)
+"""
+REPORT_CELL = "print('TPUGRAPHS_SEEN', _json.dumps(_TPUGRAPHS_SEEN))"
+
+
+def _audited(nb, solution: Path):
+    """``nb`` with the audit cell first and the report cell last."""
+    import nbformat
+
+    nb.cells.insert(0, nbformat.v4.new_code_cell(AUDIT_CELL.format(solution=str(solution.resolve()))))
+    nb.cells.append(nbformat.v4.new_code_cell(REPORT_CELL))
+
+
+def _seen(nb) -> list[tuple[str, int]]:
+    """Remove the audit and report cells of an executed ``nb``; what they recorded, by position among the
+    notebook's own code cells."""
+    nb.cells.pop(0)
+    report = nb.cells.pop()
+    text = "".join(o.get("text", "") for o in report.outputs if o.get("output_type") == "stream")
+    assert text.startswith("TPUGRAPHS_SEEN "), f"the audit report cell printed {text!r}"
+    return [(kind, count - 2) for kind, count in json.loads(text.split(" ", 1)[1])]  # cell 1 is the audit
+
+
+def _check_no_peeking(name: str, nb: dict, seen: list[tuple[str, int]]) -> None:
+    """A competitor's notebook opens the hidden labels only in its "How did we do?" section, after its
+    last write of submission.csv."""
+    if name == HOSTS_NOTEBOOK:
+        return
+    start = _scoring_section_start(nb)
+    labels = [cell for kind, cell in seen if kind == "labels"]
+    writes = [cell for kind, cell in seen if kind == "submission"]
+    assert writes, f"{name}: no write of submission.csv was seen"
+    if labels:
+        assert start is not None, f"{name}: code cells {labels} read the hidden labels; no 'How did we do?'"
+        assert min(labels) >= start, f"{name}: code cell {min(labels)} reads the hidden labels before the " \
+                                     f"'How did we do?' section (code cell {start})"
+        assert max(writes) < min(labels), f"{name}: code cell {max(writes)} writes submission.csv after " \
+                                          f"code cell {min(labels)} read the hidden labels"
 
 
 @pytest.mark.slow
@@ -479,13 +643,16 @@ def test_notebook_runs_on_the_tiny_competition(path: Path, tiny_competition: Pat
     work.mkdir()
 
     nb = nbformat.read(path, as_version=4)
+    _audited(nb, tiny_competition / "private" / "solution.csv")
     deadline = time.monotonic() + NOTEBOOK_BUDGET_S
     started = time.monotonic()
     # The budget is for the whole notebook: each cell may use what the previous ones left.
     executor.execute(nb, work, timeout_func=lambda cell: max(1, int(deadline - time.monotonic())))
     print(f"{path.name}: {time.monotonic() - started:.1f} s")
+    seen = _seen(nb)
 
     _check_outputs(path.name, nb)
+    _check_no_peeking(path.name, nb, seen)
     if path.name.startswith("03"):  # the training cell: progress shown, yet a handful of lines
         training = next(c for c in _code_cells(nb) if "solve(DATA, METHOD" in _source(c))
         assert any(o.get("output_type") == "display_data" for o in training["outputs"]), "no progress display"
@@ -493,6 +660,28 @@ def test_notebook_runs_on_the_tiny_competition(path: Path, tiny_competition: Pat
     assert submission.is_file(), f"{path.name} did not write submission.csv in its working folder"
     result = validate_submission(submission, expected_from_data_dir(public))
     assert result.ok, format_problems(result, source_name=str(submission))
+    # The committed outputs come from this code: make notebooks recorded this very execution's figures.
+    recorded = json.loads(path.read_text(encoding="utf-8"))["metadata"][executor.METADATA_KEY]["tiny_figures"]
+    differences = executor.figure_differences(recorded, executor.figures(nb))
+    assert not differences, f"{path.name}: " + "; ".join(differences) + ". Re-execute it: make notebooks"
+
+
+def test_figures_are_compared_within_the_spread():
+    """Figures: numbers printed with four decimals or more, per code cell; a move beyond the spread, or a
+    cell printing another count of them, is a difference."""
+    def notebook(*texts):
+        return {"cells": [{"cell_type": "code", "source": "",
+                           "outputs": [{"output_type": "stream", "text": text}]} for text in texts]}
+
+    recorded = executor.figures(notebook("score 0.9887 [0.9012, 1.0000] in 1.25 s, tau -0.2140",
+                                         "none here: 12 MB, 0.5 s"))
+    assert recorded == {"0": [0.9887, -0.214]}
+    within = executor.figures(notebook("score 0.9472, tau -0.2140"))  # the spread seen between two machines
+    assert executor.figure_differences(recorded, within) == []
+    moved = executor.figure_differences(recorded, executor.figures(notebook("score 0.9000, tau -0.2140")))
+    assert moved == ["code cell 0: 0.9887 recorded, 0.9000 now (beyond the cross-machine spread 0.05)"]
+    assert executor.figure_differences(recorded, executor.figures(notebook("score 0.9887"))) == [
+        "code cell 0: 1 figures printed, 2 recorded"]
 
 
 def test_competition_from_another_generator_version_is_rebuilt(clean_env):
