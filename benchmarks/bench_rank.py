@@ -1,4 +1,5 @@
-"""How long ``tpugraphs rank --sample 1000`` takes on a small real program (issue: under 5 s on 2 cores).
+"""How long ``tpugraphs rank --sample 1000`` (and with ``--explain``) takes on a small real program (issues:
+under 5 s on 2 cores, each).
 
 The program is the attention block JAX dumped (``tests/fixtures/hlo/attention.before_optimizations.hlo.pb``:
 43 nodes, 14 configurable dots and reshapes; ``scripts/dump_hlo_fixtures.py`` writes it). The model is
@@ -12,10 +13,18 @@ Two figures, each the median of ``--repeats`` runs:
    report), wall time;
 2. **In process, by phase** (the same steps once the kit is imported): reading the program, drawing the
    candidates (``solutions.rank.ranking.candidates``), ranking them (``rank_program``: model loading,
-   features, prediction, changes).
+   features, prediction, changes), taking the best candidate that is not the reference apart
+   (``solutions.rank.explain.explain``);
+3. **End to end with ``--explain``** (the best candidate taken apart: each change scored alone, the
+   greedy set), wall time, and its ratio to figure 1 measured in the same run; the JSON says how many
+   changes were scored and how large the greedy set grew (a candidate not predicted faster than the
+   reference has no set to build).
 
 usage: python -m benchmarks.bench_rank [--sample 1000] [--repeats 5] [--model DIR] [--method gbdt]
        [--program PATH] [--json]
+
+(``--program tests/fixtures/hlo/lstm_dump/module_0016.jit_loss.before_optimizations.hlo.pb``: the
+scan-based recurrent program, 360 nodes and 20 configurable ones.)
 """
 
 from __future__ import annotations
@@ -52,20 +61,23 @@ def train(folder: Path, method: str) -> Path:
     return models
 
 
-def end_to_end(program: Path, models: Path, sample: int) -> float:
+def end_to_end(program: Path, models: Path, sample: int, *extra: str) -> tuple[float, dict]:
+    """Wall seconds of one fresh ``rank`` process, and its JSON answer."""
     command = [sys.executable, "-m", "competition.cli", "rank", str(program), "--model", str(models),
-               "--sample", str(sample), "--json"]
+               "--sample", str(sample), "--json", *extra]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"bench_rank: {' '.join(command)} failed: {done.stderr.strip()}")
-    if json.loads(done.stdout)["candidates"] < sample:
+    answer = json.loads(done.stdout)
+    if answer["candidates"] < sample:
         raise SystemExit("bench_rank: fewer candidates than asked")
-    return elapsed
+    return elapsed, answer
 
 
 def phases(program: Path, models: Path, sample: int) -> dict[str, float]:
+    from solutions.rank.explain import explain
     from solutions.rank.ranking import candidates, rank_program, read_program
 
     times = {}
@@ -76,8 +88,13 @@ def phases(program: Path, models: Path, sample: int) -> dict[str, float]:
     configs, source, added = candidates(read, sample=sample, seed=0)
     times["candidates"] = time.perf_counter() - start
     start = time.perf_counter()
-    rank_program(read, models, configs=configs, candidate_source=source, reference_added=added)
+    ranking = rank_program(read, models, configs=configs, candidate_source=source, reference_added=added)
     times["rank"] = time.perf_counter() - start
+    start = time.perf_counter()
+    best = next(int(c) for c in ranking.order if int(c) != ranking.reference_candidate)
+    explain(read, ranking.scorer, ranking.reference_config, ranking.scorer.candidates[best], index=best,
+            rank=None)
+    times["explain"] = time.perf_counter() - start
     return times
 
 
@@ -95,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         from solutions.rank.ranking import read_program
 
         program = read_program(args.program)
-        cold = [end_to_end(args.program, models, args.sample) for _ in range(args.repeats)]
+        cold = [end_to_end(args.program, models, args.sample)[0] for _ in range(args.repeats)]
         warm = [phases(args.program, models, args.sample) for _ in range(args.repeats)]
+        explained = [end_to_end(args.program, models, args.sample, "--explain") for _ in range(args.repeats)]
     split = {name: statistics.median(w[name] for w in warm) for name in warm[0]}
     shown = args.program.relative_to(ROOT) if args.program.is_relative_to(ROOT) else args.program
     record = {"program": str(shown),
@@ -105,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
               "cpus": len(os.sched_getaffinity(0)), "end_to_end_s": statistics.median(cold),
               "end_to_end_runs_s": cold, "in_process_s": split, "budget_s": BUDGET_S,
               "ratio_to_budget": statistics.median(cold) / BUDGET_S}
+    summary = explained[0][1]["explain_summary"]
+    record["explain"] = {"end_to_end_s": statistics.median(t for t, _ in explained),
+                         "runs_s": [t for t, _ in explained],
+                         "over_rank": statistics.median(t for t, _ in explained) / statistics.median(cold),
+                         "ratio_to_budget": statistics.median(t for t, _ in explained) / BUDGET_S,
+                         "candidate_rank": summary["rank"], "changes": summary["changes"],
+                         "minimal_set_size": summary["minimal_set_size"], "reached": summary["reached"]}
     if args.json:
         print(json.dumps(record, indent=2))
         return 0
@@ -113,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  end to end (fresh process, median of {args.repeats}): {record['end_to_end_s']:.2f} s "
           f"= {record['ratio_to_budget']:.2f} x the {BUDGET_S:.0f} s budget")
     print("  in process: " + ", ".join(f"{name} {value:.3f} s" for name, value in split.items()))
+    e = record["explain"]
+    print(f"  with --explain (rank-{e['candidate_rank']} candidate, {e['changes']} changes, greedy set of "
+          f"{e['minimal_set_size']}): {e['end_to_end_s']:.2f} s = {e['over_rank']:.2f} x without it, "
+          f"{e['ratio_to_budget']:.2f} x the {BUDGET_S:.0f} s budget")
     return 0
 
 

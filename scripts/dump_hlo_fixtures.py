@@ -5,14 +5,18 @@ Run it with a Python that has JAX (it needs nothing of the kit, and the kit need
     python3 -m venv /tmp/jaxenv && /tmp/jaxenv/bin/pip install jax jaxlib
     /tmp/jaxenv/bin/python scripts/dump_hlo_fixtures.py --out tests/fixtures/hlo
 
-Each program is compiled once with ``XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_as_proto"`` in a child
-process (the flags are read when XLA starts), and its ``before_optimizations.hlo.pb`` (an ``HloProto``,
-the module before any backend pass) is copied to ``OUT/<program>.before_optimizations.hlo.pb``:
+Each program of ``scripts/hlo_fixture_programs.py`` is compiled once with ``XLA_FLAGS="--xla_dump_to=DIR
+--xla_dump_hlo_as_proto"`` in a child process (the flags are read when XLA starts), which runs that file
+under its repository path so that the source locations XLA records name it. What is kept:
 
-- ``convnet_grad``: the gradient of a two-layer convolutional net's loss (NHWC activations, HWIO
-  kernels) with respect to its kernels: forward convolutions, their input and weight gradients;
-- ``attention``: one self-attention block (query, key, value and output projections, scores, softmax);
-- ``mlp_grad``: the gradient of a three-layer perceptron's loss (dots and their transposes).
+- ``OUT/<program>.before_optimizations.hlo.pb``: the program's module (the largest
+  ``*.before_optimizations.hlo.pb`` of the dump; jax compiles small helper modules too), an ``HloProto``
+  before any backend pass: ``convnet_grad``, ``attention``, ``mlp_grad``;
+- ``lstm_grad`` (a 1-D convolution, an LSTM through ``lax.scan``, a dense head, the loss's gradient) as
+  the dump folder XLA wrote, its ``*.before_optimizations.hlo.pb`` files only: ``OUT/lstm_dump/``, helper
+  modules included, as a user's dump folder holds them;
+- ``OUT/mlp_grad.<platform>_after_optimizations.hlo.pb``: ``mlp_grad``'s module after XLA's passes
+  (fused and scheduled), the file ``rank`` must refuse.
 
 The programs are small on purpose (the files are committed as test fixtures); the shapes say what each
 dimension is, so a ranked change reads in the program's words.
@@ -28,86 +32,46 @@ import sys
 import tempfile
 from pathlib import Path
 
-PROGRAMS = ("convnet_grad", "attention", "mlp_grad")
+PROGRAMS = ("convnet_grad", "attention", "mlp_grad", "lstm_grad")
+FOLDERS = {"lstm_grad": "lstm_dump"}  # programs kept as their whole dump folder (before_optimizations)
+OPTIMIZED = ("mlp_grad",)  # programs whose after_optimizations module is kept too
+SOURCE = "scripts/hlo_fixture_programs.py"  # run under this name: the path the fixtures' frames carry
+BEFORE, AFTER = ".before_optimizations.hlo.pb", "after_optimizations.hlo.pb"
 
 # The child's code: build one program and compile it (the dump happens at compilation).
-CHILD = r'''
+CHILD = """
 import sys
-
-import jax
-import jax.numpy as jnp
-from jax import lax
-
-name = sys.argv[1]
-key = jax.random.PRNGKey(0)
+namespace = {"__name__": "hlo_fixture_programs"}
+exec(compile(open(sys.argv[1]).read(), sys.argv[2], "exec"), namespace)
+namespace[sys.argv[3]]().compile()
+"""
 
 
-def convnet_grad():
-    def conv(x, w):
-        return lax.conv_general_dilated(x, w, window_strides=(1, 1), padding="SAME",
-                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
-
-    def loss(params, x):
-        w1, w2 = params
-        h = jax.nn.relu(conv(x, w1))
-        y = conv(h, w2)
-        return jnp.mean(y * y)
-
-    x = jnp.ones((8, 16, 16, 3), jnp.float32)
-    params = (jnp.ones((3, 3, 3, 8), jnp.float32), jnp.ones((3, 3, 8, 16), jnp.float32))
-    return jax.jit(jax.grad(loss), static_argnums=()).lower(params, x)
-
-
-def attention():
-    def block(x, wq, wk, wv, wo):
-        batch, seq, width = x.shape
-        heads = 4
-
-        def split(t):
-            return t.reshape(batch, seq, heads, width // heads)
-
-        q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
-        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(width // heads)
-        weights = jax.nn.softmax(scores, axis=-1)
-        out = jnp.einsum("bhqk,bkhd->bqhd", weights, v).reshape(batch, seq, width)
-        return out @ wo
-
-    x = jnp.ones((2, 16, 32), jnp.float32)
-    w = jnp.ones((32, 32), jnp.float32)
-    return jax.jit(block).lower(x, w, w, w, w)
-
-
-def mlp_grad():
-    def loss(params, x):
-        for w in params[:-1]:
-            x = jax.nn.relu(x @ w)
-        y = x @ params[-1]
-        return jnp.mean(y * y)
-
-    x = jnp.ones((32, 64), jnp.float32)
-    params = [jnp.ones((64, 128), jnp.float32), jnp.ones((128, 128), jnp.float32),
-              jnp.ones((128, 10), jnp.float32)]
-    return jax.jit(jax.grad(loss)).lower(params, x)
-
-
-lowered = {"convnet_grad": convnet_grad, "attention": attention, "mlp_grad": mlp_grad}[name]()
-lowered.compile()
-'''
-
-
-def dump(program: str, out: Path, python: str) -> Path:
-    """Compile ``program`` in a child with XLA's dump flags; copy its first module dump to ``out``."""
+def dump(program: str, out: Path, python: str, root: Path) -> list[Path]:
+    """Compile ``program`` in a child with XLA's dump flags; copy what is kept of the dump to ``out``."""
     with tempfile.TemporaryDirectory() as folder:
         env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={folder} --xla_dump_hlo_as_proto",
                    JAX_PLATFORMS="cpu")
-        subprocess.run([python, "-c", CHILD, program], env=env, check=True)
-        # The program's own module is the largest before-optimizations dump (jax may compile helpers).
-        dumps = sorted(Path(folder).glob("*.before_optimizations.hlo.pb"), key=lambda p: p.stat().st_size)
-        if not dumps:
-            raise SystemExit(f"{program}: XLA wrote no *.before_optimizations.hlo.pb in {folder}")
-        target = out / f"{program}.before_optimizations.hlo.pb"
-        shutil.copyfile(dumps[-1], target)
-        return target
+        subprocess.run([python, "-c", CHILD, str(root / SOURCE), SOURCE, program], env=env, check=True,
+                       cwd=root)
+        befores = sorted(Path(folder).glob(f"*{BEFORE}"), key=lambda p: p.stat().st_size)
+        if not befores:
+            raise SystemExit(f"{program}: XLA wrote no *{BEFORE} in {folder}")
+        written = []
+        if program in FOLDERS:
+            target_dir = out / FOLDERS[program]
+            shutil.rmtree(target_dir, ignore_errors=True)
+            target_dir.mkdir(parents=True)
+            for path in sorted(befores):
+                written.append(Path(shutil.copyfile(path, target_dir / path.name)))
+        else:
+            written.append(Path(shutil.copyfile(befores[-1], out / f"{program}{BEFORE}")))
+        if program in OPTIMIZED:
+            main_module = befores[-1].name[: -len(BEFORE)]  # module_NNNN.jit_NAME
+            (after,) = [p for p in Path(folder).glob(f"{main_module}.*{AFTER}")]
+            platform = after.name[len(main_module) + 1: -len(AFTER)]  # "cpu_"
+            written.append(Path(shutil.copyfile(after, out / f"{program}.{platform}{AFTER}")))
+        return written
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,10 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dump_hlo_fixtures: {args.python} cannot import jax; install it (pip install jax jaxlib) "
               "or pass --python PATH", file=sys.stderr)
         return 2
+    root = Path(__file__).resolve().parent.parent
     args.out.mkdir(parents=True, exist_ok=True)
     for program in args.programs or PROGRAMS:
-        target = dump(program, args.out, args.python)
-        print(f"{target} ({target.stat().st_size:,} bytes)")
+        for target in dump(program, args.out.resolve(), args.python, root):
+            print(f"{target} ({target.stat().st_size:,} bytes)")
     return 0
 
 

@@ -119,6 +119,18 @@ class Kind:
 
         return modal_setting(configs[:, None, :])[0]
 
+    def single_changes(self, config: np.ndarray, reference: np.ndarray,
+                       program: Program) -> list[tuple[dict, np.ndarray]]:
+        """Each change of ``changes`` applied alone to ``reference`` (``rank --explain``); a kind whose
+        changes cannot be applied one at a time refuses."""
+        raise RankError(f"--explain takes a candidate apart change by change; it does not do so for "
+                        f"{self.noun or self.task.name + ' graph'}s")
+
+    def with_changes(self, config: np.ndarray, reference: np.ndarray, program: Program,
+                     chosen: list[int]) -> np.ndarray:
+        """``reference`` with the changes of ``config`` at positions ``chosen`` of ``changes``' list."""
+        raise RankError(f"--explain does not apply {self.task.name} changes one at a time")
+
     def sample_menus(self, configs: np.ndarray, count: int, seed: int) -> np.ndarray:
         raise RankError(self.sample_refusal or f"--sample does not draw {self.task.name} configs")
 

@@ -7,10 +7,10 @@ mean, so that a tree threshold means "more than this graph's typical config" rat
 level shared by graphs of very different sizes. The final matrix is clipped to +-1e30 before its
 float32 cast.
 
-The other modules of ``solutions.features``: ``shapes`` (node columns, shapes, TPU tiling),
-``tile`` (tile features and geometry), ``layout_geometry`` (what the layout features and the
-heuristic read of a layout graph) and ``layout`` (layout features); which of them a task's configs get
-is the kind's adapter's to say (``solutions.kinds``).
+Built from ``solutions.features``: ``graph_facts``, ``shapes`` (node columns, shapes, TPU tiling),
+``tile`` (tile features and geometry), ``layout_geometry`` (what the layout features and the heuristic
+read of a layout graph) and ``layout`` (layout features); which of them a task's configs get is the
+kind's adapter's to say. The gnn reads ``standardized`` and ``FEATURE_VERSION`` from here too.
 """
 
 from __future__ import annotations

@@ -83,12 +83,30 @@ class LayoutKind(Kind):
         return program.space.problem(values)
 
     def changes(self, config: np.ndarray, reference: np.ndarray, program: Program) -> list[dict]:
-        """Per configurable node and tensor, the layout that differs from ``reference``."""
+        """Per configurable node and tensor, the layout that differs from ``reference``, with the source
+        location of the node's instruction."""
         assert program.space is not None
         units = (len(config), len(TENSORS), SLOTS)
         new, old = config.reshape(units), reference.reshape(units)
-        return [program.space.change(int(j), int(t), _dims(old[j, t]), _dims(new[j, t]))
-                for j, t in zip(*np.nonzero((new != old).any(axis=2)), strict=True)]
+        return [program.space.change(j, t, _dims(old[j, t]), _dims(new[j, t]))
+                for j, t in program.space.units(config, reference)]
+
+    def single_changes(self, config: np.ndarray, reference: np.ndarray,
+                       program: Program) -> list[tuple[dict, np.ndarray]]:
+        """Each change of ``config`` (one tensor's layout) applied alone to ``reference``: ``(change, that
+        config)`` per change, in ``changes`` order (``rank --explain``)."""
+        assert program.space is not None
+        space = program.space
+        return [(change, space.apply(reference, config, [unit]))
+                for change, unit in zip(self.changes(config, reference, program),
+                                        space.units(config, reference), strict=True)]
+
+    def with_changes(self, config: np.ndarray, reference: np.ndarray, program: Program,
+                     chosen: list[int]) -> np.ndarray:
+        """``reference`` with the changes of ``config`` at positions ``chosen`` of ``changes``' list."""
+        assert program.space is not None
+        units = program.space.units(config, reference)
+        return program.space.apply(reference, config, [units[i] for i in chosen])
 
     def modal(self, configs: np.ndarray) -> np.ndarray:
         return modal_setting(configs)

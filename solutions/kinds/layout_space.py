@@ -31,6 +31,7 @@ import numpy as np
 from competition.data.graphs import LayoutGraph
 from competition.data.hlo import NODE_FEATURE_INDEX, OPCODE_NAMES
 from competition.data.protos.layout import LAYOUT_MAX_DIMS, LAYOUT_PADDING
+from competition.data.protos.locations import SourceLocation, source_locations
 from competition.data.protos.schema import PRIMITIVE_TYPE_ONE_HOT
 from solutions.features.layout_geometry import operand_spans
 
@@ -41,6 +42,7 @@ TWO_MINOR = ("convolution", "dot")  # their tensors: the two minor-most dims are
 ENUMERATE_AT_MOST = 100_000  # a space this small (and under 4x the draw) is listed whole, then picked from
 _TYPE_NAMES = {value: name.removesuffix("_type") for value, name in PRIMITIVE_TYPE_ONE_HOT}
 _SPATIAL = {1: ("W",), 2: ("H", "W"), 3: ("D", "H", "W")}
+NO_SOURCE = SourceLocation(None, None, None)  # a released npz keeps no metadata
 
 
 def slots_for(opcode: str, tensor: int, rank: int) -> int:
@@ -137,19 +139,24 @@ def _repeats(values: np.ndarray, is_set: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Node:
-    """A configurable node: its position, instruction name (None for an npz), opcode and three tensors."""
+    """A configurable node: its position, instruction name (None for an npz), opcode and three tensors;
+    for a module, where its instruction came from and which instructions produce its input and kernel."""
 
     node: int
     name: str | None
     opcode: str
     tensors: tuple[Tensor | None, Tensor | None, Tensor | None]  # output, input, kernel; None: none
+    source: SourceLocation = NO_SOURCE  # op name, file and line from the module's metadata
+    producers: tuple[int | None, int | None] = (None, None)  # node positions of the input's, kernel's
+    computation: str | None = None  # the computation holding it, when not the entry (a loop body, a call)
 
     @property
     def title(self) -> str:
         """The instruction's name, with its opcode when the name does not start with it; an npz's node id."""
         if self.name is None:
             return f"node {self.node} ({self.opcode})"
-        return self.name if self.name.startswith(self.opcode) else f"{self.name} ({self.opcode})"
+        title = self.name if self.name.startswith(self.opcode) else f"{self.name} ({self.opcode})"
+        return f"{title} in {self.computation}" if self.computation else title
 
 
 @dataclass(frozen=True)
@@ -248,7 +255,22 @@ class LayoutSpace:
         text = (f"{node.title} {TENSORS[t]} {tensor.shape}: {what} {tensor.words(new)} instead of "
                 f"{tensor.words(old)}")
         return {"node": node.node, "instruction": node.name, "opcode": node.opcode, "tensor": TENSORS[t],
-                "shape": tensor.shape, "dims": list(tensor.labels), "from": old, "to": new, "text": text}
+                "shape": tensor.shape, "dims": list(tensor.labels), "from": old, "to": new, "text": text,
+                "computation": node.computation, "source": node.source.to_json(), "where": node.source.chain}
+
+    def units(self, config: np.ndarray, reference: np.ndarray) -> list[tuple[int, int]]:
+        """``(node, tensor)`` of every tensor whose setting in ``config`` (nc, 18) differs from
+        ``reference``, in node order: the single changes a config is made of."""
+        shape = (len(self.nodes), len(TENSORS), SLOTS)
+        differs = (config.reshape(shape) != reference.reshape(shape)).any(axis=2)
+        return [(int(j), int(t)) for j, t in zip(*np.nonzero(differs), strict=True)]
+
+    def apply(self, reference: np.ndarray, config: np.ndarray, units: list[tuple[int, int]]) -> np.ndarray:
+        """``reference`` with the settings of ``config`` in ``units`` (``(node, tensor)`` pairs) only."""
+        out = np.array(reference, dtype=np.float32, copy=True)
+        for j, t in units:
+            out[j, t * SLOTS:(t + 1) * SLOTS] = config[j, t * SLOTS:(t + 1) * SLOTS]
+        return out
 
 
 _ABSENT = Tensor(dims=(), element="", labels=(), slots=0, own=())
@@ -326,6 +348,11 @@ def space_of_module(module: dict, config_ids: np.ndarray) -> LayoutSpace:
     """The space of a decoded ``HloModuleProto``'s nodes at ``config_ids`` (positions in node order)."""
     instructions = [inst for comp in module["computations"] for inst in comp["instructions"]]
     by_id = {inst["id"]: inst for inst in instructions}
+    position_of = {inst["id"]: i for i, inst in enumerate(instructions)}  # a repeated id: its last, as encode
+    entry = module["entry_computation_id"] or module["computations"][-1]["id"]
+    computation_of = [None if comp["id"] == entry else comp["name"] for comp in module["computations"]
+                      for _ in comp["instructions"]]
+    sources = source_locations(module)
 
     def shape_of(inst: dict) -> Shape:
         shape = inst["shape"] or {"dimensions": [], "element_type": 0, "layout": None}
@@ -344,7 +371,11 @@ def space_of_module(module: dict, config_ids: np.ndarray) -> LayoutSpace:
             names = _conv_names(inst["convolution_dimension_numbers"], ranks)
         elif opcode == "dot" and inst.get("dot_dimension_numbers") is not None:
             names = _dot_names(inst["dot_dimension_numbers"], ranks)
-        nodes.append(_node(int(position), inst["name"], opcode, shapes, names))
+        operands = [position_of.get(o) for o in inst["operand_ids"][:2]] + [None, None]
+        node = _node(int(position), inst["name"], opcode, shapes, names)
+        nodes.append(Node(node.node, node.name, node.opcode, node.tensors, sources[int(position)],
+                          (operands[0], None if opcode == "reshape" else operands[1]),
+                          computation_of[int(position)]))
     return LayoutSpace(tuple(nodes))
 
 

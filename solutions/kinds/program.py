@@ -6,7 +6,7 @@ Each kind's adapter (``solutions.kinds``) builds a ``Program`` from the file for
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ class Program:
     form: str  # what the file holds: "npz" or the proto's top-level message
     kernel: str | None = None  # the kernel's name, for a TuningData
     space: LayoutSpace | None = None  # a layout program's layout space
+    warnings: list[str] = field(default_factory=list)  # what the answer must say of the file, a line each
 
     @property
     def kind(self) -> Kind:

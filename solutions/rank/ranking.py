@@ -22,6 +22,7 @@ The ranking of a program's configs is exactly what ``solve --predict-only`` writ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,12 +36,13 @@ from solutions.kinds import kind_of as adapter_of
 from solutions.kinds.program import Program, RankError
 from solutions.methods.registry import get_method
 from solutions.rank.report import RankedConfig, Ranking
+from solutions.rank.scoring import ModelFolder, Scorer
 from solutions.solve import runner
 from solutions.solve.checks import SolveError
 from solutions.store import model_store
 
-__all__ = ["Program", "RankError", "candidates", "choose_collection", "load_models", "rank_program",
-           "read_configs", "read_program"]
+__all__ = ["DumpChoice", "Program", "RankError", "agreement", "candidates", "choose_collection",
+           "load_folders", "load_models", "module_of_folder", "rank_program", "read_configs", "read_program"]
 
 
 # -- reading -----------------------------------------------------------------------------------------
@@ -54,17 +56,65 @@ def kind_of(task: Task) -> Kind:
         raise RankError(f"rank does not rank {task.name} graphs ({exc})") from None
 
 
-def read_program(path: str | Path, *, task: Task | None = None, kernel: str | None = None) -> Program:
+class DumpChoice(RankError):
+    """A dump folder given as PROGRAM without a module picked: the message says which to pick and
+    ``listing`` lists the folder's modules."""
+
+    def __init__(self, message: str, listing: list[str]) -> None:
+        super().__init__(message)
+        self.listing = listing
+
+
+def module_of_folder(folder: Path, module: str | None) -> Path:
+    """The before-optimizations module of dump folder ``folder`` named ``module`` (its module name, e.g.
+    ``jit_loss``, its file name, or its ``module_NNNN`` number). Without a name, or with one that fits
+    none or several, ``DumpChoice`` lists the folder's modules (largest first) and says which to pick."""
+    from competition.data.protos.dump import BEFORE, dump_modules
+
+    found = dump_modules(folder)
+    if not found:
+        raise RankError(f"{folder}: a folder without *{BEFORE} files; give a dump folder XLA wrote "
+                        "(XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_proto') or one module file")
+    if module is not None:
+        fits = [m for m in found if module in (m.name, m.file_name, m.file_name.split(".")[0])]
+        if len(fits) == 1:
+            return fits[0].path
+    listing = [f"{'instructions':>12s} {'configurable':>12s}  module (file)"] + [
+        f"{m.instructions:12,d} {m.configurable:12,d}  {m.name} ({m.file_name})"
+        + (f": unreadable, {m.problem}" if m.problem else "") for m in found]
+    usable = [m for m in found if m.configurable]
+    hint = f"the largest with layouts to set: --module {usable[0].name}" if usable else \
+        "none has a convolution, dot or reshape to lay out"
+    if module is None:
+        message = f"{folder}: a dump folder of {len(found)} modules; pick one with --module NAME ({hint})"
+    elif not fits:
+        message = f"{folder}: no module named {module!r} among its {len(found)} modules ({hint})"
+    else:
+        message = (f"{folder}: {len(fits)} modules are named {module!r}; pick one by its file's module_NNNN "
+                   f"number, e.g. --module {fits[0].file_name.split('.')[0]}")
+    raise DumpChoice(message, listing)
+
+
+def read_program(path: str | Path, *, task: Task | None = None, kernel: str | None = None,
+                 module: str | None = None) -> Program:
     """A released-format npz, a tuning proto (``ModuleTuningData``; ``TuningData``: ``kernel`` picks one of
     its kernels when it holds several) or a plain HLO module, read as a program of ``task`` (default:
-    layout; an npz or a tuning proto has its own task)."""
+    layout; an npz or a tuning proto has its own task). ``path`` may be an XLA dump folder: ``module``
+    picks its module (``module_of_folder``). A plain module after XLA's optimizations (fused, scheduled,
+    or named so) is refused for a layout program, naming the before-optimizations file to rank instead.
+    """
+    from competition.data.protos.dump import before_optimizations_file, optimized_evidence
     from competition.data.protos.featurize import ProtoFormatError, message_task, read_proto, wire_error
     from competition.data.protos.wire import WireFormatError
     from competition.tasks import LAYOUT
 
     path = Path(path)
+    if path.is_dir():
+        path = module_of_folder(path, module)
+    elif module is not None:
+        raise RankError(f"{path}: --module picks a module of a dump folder; this is one file")
     if not path.is_file():
-        raise RankError(f"{path}: {'a folder; expected a file' if path.is_dir() else 'no such file'}")
+        raise RankError(f"{path}: no such file")
     if path.suffix == ".npz":
         try:
             graph = load_graph(path)
@@ -76,10 +126,23 @@ def read_program(path: str | Path, *, task: Task | None = None, kernel: str | No
             message, decoded = read_proto(path)
             owner = message_task(message)
             if owner is None:  # a plain module: the task the model is for
-                program = kind_of(task or LAYOUT).from_module(path, decoded, message)
+                target = task or LAYOUT
+                evidence, certain = optimized_evidence(path, decoded) if target is LAYOUT else (None, False)
+                advice = (f"the layout models learned modules before fusion: rank "
+                          f"{before_optimizations_file(path)} instead")
+                if evidence and certain:
+                    raise RankError(f"{path}: a module after XLA's optimizations ({evidence}); {advice}")
+                program = kind_of(target).from_module(path, decoded, message)
+                if evidence:
+                    program.warnings.append(f"{path.name} may be a module after XLA's optimizations "
+                                            f"({evidence}); {advice}")
             else:
                 program = kind_of(owner).from_tuning(path, decoded, kernel)
         except ProtoFormatError as exc:  # bytes that are not protobuf: say what was expected
+            if exc.offset is not None and exc.offset < _NOT_A_PROTO_WITHIN:
+                raise RankError(f"{path}: not a released-format npz, a tuning proto or an HLO module (its "
+                                f"bytes do not decode as a protocol buffer: {exc.problem}); "
+                                f"{_EXPECTED}") from None
             raise RankError(f"{exc}" + (f" ({_EXPECTED})" if exc.offset is not None else "")) from None
         except WireFormatError as exc:  # runs are decoded lazily, so their bytes are checked here
             raise RankError(str(wire_error(path, exc))) from None
@@ -91,6 +154,8 @@ def read_program(path: str | Path, *, task: Task | None = None, kernel: str | No
     return program
 
 
+# A decoding error this close to the start: the file is some other kind of file, not a damaged proto.
+_NOT_A_PROTO_WITHIN = 64
 _EXPECTED = ("expected a released-format npz, a ModuleTuningData or TuningData proto, or a plain HLO "
              "module: an HloProto as --xla_dump_hlo_as_proto writes it, or an HloModuleProto")
 
@@ -241,16 +306,30 @@ def load_models(model_dir: str | Path, collection: Collection) -> tuple[str, lis
 # -- ranking -----------------------------------------------------------------------------------------
 
 
-def rank_program(program: Program, model_dir: str | Path, *, collection: str | None = None,
-                 configs: np.ndarray | None = None, candidate_source: str = "", top: int = 10,
-                 reference_added: bool = False) -> Ranking:
-    """Score ``configs`` (default: the program's own) with the saved model and rank them, best first.
+def load_folders(program: Program, model_dirs: Sequence[str | Path], collection: str | None = None
+                 ) -> list[ModelFolder]:
+    """Each ``--model`` folder's collection (``choose_collection``) and its model(s) (``load_models``)."""
+    folders = []
+    for model_dir in model_dirs:
+        chosen, why = choose_collection(model_dir, program, collection)
+        method, models = load_models(model_dir, chosen)
+        folders.append(ModelFolder(Path(model_dir), chosen, why, method, models))
+    return folders
 
-    ``collection`` defaults to ``choose_collection``'s pick. ``reference_added``: candidate 0 is the
-    reference, put there by ``candidates`` (it is said so).
+
+def rank_program(program: Program, model_dir: str | Path | Sequence[str | Path], *,
+                 collection: str | None = None, configs: np.ndarray | None = None,
+                 candidate_source: str = "", top: int = 10, reference_added: bool = False) -> Ranking:
+    """Score ``configs`` (default: the program's own) with the saved model(s) and rank them, best first.
+
+    ``model_dir``: one folder, or several (``--model`` given more than once): their blend ranks the
+    candidates (``solutions.rank.scoring``) and ``Ranking.agreement`` says how far they agree. With one
+    folder the order is exactly ``solve --predict-only``'s (a seed ensemble blended as ``solve`` blends
+    it). ``collection`` defaults to ``choose_collection``'s pick, per folder. ``reference_added``:
+    candidate 0 is the reference, put there by ``candidates`` (it is said so).
     """
     kind = program.kind
-    chosen, why = choose_collection(model_dir, program, collection)
+    dirs = [model_dir] if isinstance(model_dir, str | Path) else list(model_dir)
     graph = program.graph
     measured = configs is None
     if configs is None:
@@ -259,27 +338,22 @@ def rank_program(program: Program, model_dir: str | Path, *, collection: str | N
     if len(configs) == 0:
         raise RankError(f"{program.path}: the program has no measured configs to rank; give candidates with "
                         f"{kind.candidate_options} (docs/rank.md)")
-    candidates_graph = graph.with_configs(configs)
-    method, models = load_models(model_dir, chosen)
-    predictions = [np.asarray(m.predict(chosen, candidates_graph), dtype=np.float64) for m in models]
-    for values in predictions:
-        if values.shape != (len(configs),) or not np.isfinite(values).all():
-            raise RankError(f"the {method} model returned unusable scores for {program.path} "
-                            f"(shape {values.shape}, finite: {bool(np.isfinite(values).all())})")
-    # Every candidate, ties by index: the task's submission row (row_from_predictions) is the head of it.
-    rankings = [np.argsort(values, kind="stable") for values in predictions]
-    order = runner.blend_rankings(chosen, rankings, len(configs))
-    kept = candidates_graph.configs
+    folders = load_folders(program, dirs, collection)
+    kept = graph.with_configs(configs).configs
+    scorer = Scorer(program, folders, kept)
+    orders = [_folder_order(folder, values, len(configs)) for folder, values in zip(folders, scorer.raw,
+                                                                                     strict=True)]
+    blended = scorer.blend()
+    order = orders[0] if len(folders) == 1 else np.argsort(blended, kind="stable")
     reference, reference_text = program.reference(), program.reference_text()
     if reference is None:  # a tile kernel without a default run
         reference = kind.modal(kept)
     reference_index = 0 if reference_added else _find(kept, reference)
-    place = np.zeros(len(configs), dtype=np.int64)  # predicted place, 0: not ranked (a tile ensemble's tail)
-    place[order] = np.arange(1, len(order) + 1)
+    place = _place_of(order, len(configs))
     truth = _measured_target(graph) if measured else None
     measured_place = None if truth is None else _places(truth)
-    ranked = [RankedConfig(rank=i + 1, index=int(c),
-                           score=float(predictions[0][c]) if len(models) == 1 else None,
+    shown = scorer.single or len(folders) > 1  # a single folder's seed ensemble ranks by blended ranks
+    ranked = [RankedConfig(rank=i + 1, index=int(c), score=float(blended[c]) if shown else None,
                            config=kept[c], changes=kind.changes(kept[c], reference, program),
                            measured_rank=None if measured_place is None else int(measured_place[c]))
               for i, c in enumerate(order[:top])]
@@ -288,14 +362,76 @@ def rank_program(program: Program, model_dir: str | Path, *, collection: str | N
         from competition.metrics.layout import kendall_tau_score
 
         tau = float(kendall_tau_score(order, truth))
+    reference_score = None if reference_index is None else float(blended[reference_index])
     return Ranking(program=program, candidates=len(configs), candidate_source=candidate_source,
                    reference=reference_text, order=order, top=ranked,
-                   model={"method": method, "collection": chosen.name, "dir": str(model_dir),
-                          "models": len(models), "chosen_because": why or None},
+                   model=folders[0].describe(), models=[f.describe() for f in folders],
                    reference_candidate=reference_index,
                    reference_rank=None if reference_index is None or not place[reference_index]
                    else int(place[reference_index]),
-                   reference_added=reference_added, measured_tau=tau)
+                   reference_added=reference_added, measured_tau=tau, reference_score=reference_score,
+                   score_unit=scorer.unit,
+                   agreement=None if len(folders) < 2 else agreement(folders, scorer, orders, top,
+                                                                     reference_index),
+                   scorer=scorer, reference_config=np.asarray(reference, dtype=np.float32))
+
+
+def _folder_order(folder: ModelFolder, values: np.ndarray, count: int) -> np.ndarray:
+    """One folder's order of the candidates: its model's, or its seed ensemble blended as solve does
+    (every candidate, ties by index: the task's submission row is the head of it)."""
+    rankings = [np.argsort(v, kind="stable") for v in values]
+    return runner.blend_rankings(folder.collection, rankings, count)
+
+
+def _place_of(order: np.ndarray, count: int) -> np.ndarray:
+    """(c,) predicted place, 1 = best; 0: not ranked (a tile ensemble's tail)."""
+    place = np.zeros(count, dtype=np.int64)
+    place[order] = np.arange(1, len(order) + 1)
+    return place
+
+
+#: Below either, the models' answers are said to disagree (docs/rank.md, How sure).
+AGREE_TAU, AGREE_OVERLAP = 0.5, 0.5
+
+
+def agreement(folders: list[ModelFolder], scorer: Scorer, orders: list[np.ndarray], top: int,
+              reference_index: int | None) -> dict:
+    """How far several folders' models agree: Kendall tau between each pair's scores of the candidates,
+    the overlap of their top K, where each puts the reference, and a plain sentence."""
+    from scipy.stats import kendalltau
+
+    scores = scorer.folder_scores()
+    count = len(scorer.candidates)
+    k = min(top, count)
+    pairs = []
+    for a in range(len(folders)):
+        for b in range(a + 1, len(folders)):
+            tau = float(kendalltau(scores[a], scores[b]).statistic) if count > 1 else 1.0
+            common = len(set(orders[a][:k].tolist()) & set(orders[b][:k].tolist()))
+            pairs.append({"models": [a, b], "kendall_tau": None if np.isnan(tau) else tau,
+                          "top_k": k, "top_k_common": common, "top_k_overlap": common / k})
+    places = [_place_of(order, count) for order in orders]
+    reference_ranks = [None if reference_index is None or not p[reference_index] else int(p[reference_index])
+                       for p in places]
+    worst = min(pairs, key=lambda p: (p["kendall_tau"] if p["kendall_tau"] is not None else -1,
+                                      p["top_k_overlap"]))
+    tau, overlap = worst["kendall_tau"], worst["top_k_overlap"]
+    a, b = worst["models"]
+    agree = tau is not None and tau >= AGREE_TAU and overlap >= AGREE_OVERLAP
+    where = "" if reference_index is None else (
+        f"; the {folders[a].method} model puts the reference at {reference_ranks[a]}, the "
+        f"{folders[b].method} model at {reference_ranks[b]}")
+    tau_text = "undefined" if tau is None else f"{tau:+.2f}"
+    if agree:
+        sentence = (f"The models agree: Kendall tau {tau_text} between their orders of the {count:,} "
+                    f"candidates and {worst['top_k_common']} of their top {k} in common{where}.")
+    else:
+        sentence = (f"The models disagree: Kendall tau {tau_text} between the {folders[a].method} and "
+                    f"{folders[b].method} models' orders of the {count:,} candidates and only "
+                    f"{worst['top_k_common']} of their top {k} in common{where}. Treat the ranking as "
+                    "uncertain: time the best candidates of each model before trusting one.")
+    return {"pairs": pairs, "reference_ranks": reference_ranks, "agree": agree, "sentence": sentence,
+            "thresholds": {"kendall_tau": AGREE_TAU, "top_k_overlap": AGREE_OVERLAP}}
 
 
 def _measured_target(graph) -> np.ndarray | None:

@@ -5,10 +5,13 @@ Sources (public schemas; field numbers never change once published):
   ``ModuleTuningData``, ``ConfigProfile``, ``HloOpConfig``, ``TileSizeConfig``, ``HloModuleConfig``,
   ``LayoutConfig`` and its nested ``NodeLayoutConfig`` / ``TensorLayoutConfig``.
 - XLA's ``hlo.proto`` (TensorFlow r2.10, package ``xla``): ``HloProto``, ``HloModuleProto``,
-  ``HloComputationProto``, ``HloInstructionProto`` and its nested ``SliceDimensions``.
+  ``HloComputationProto``, ``HloInstructionProto`` and its nested ``SliceDimensions``; from current
+  openxla/xla, ``StackFrameIndexProto`` (``HloModuleProto`` field 17, with its nested ``FileLocation`` and
+  ``StackFrame``), which current JAX writes.
 - XLA's ``xla_data.proto`` (r2.10): ``ShapeProto``, ``LayoutProto``, ``Window``, ``WindowDimension``,
   ``ConvolutionDimensionNumbers``, ``DotDimensionNumbers``, ``PaddingConfig`` /
-  ``PaddingConfigDimension``, ``ExecutionProfile`` and the ``PrimitiveType`` enum.
+  ``PaddingConfigDimension``, ``ExecutionProfile``, ``OpMetadata`` (its ``stack_frame_id``, field 15,
+  from current openxla/xla) and the ``PrimitiveType`` enum.
 
 Only the fields the featurizer uses (plus a few names useful in messages) are listed; the decoder skips
 every other field, so an HLO proto from a newer XLA with extra fields still decodes. To read one more
@@ -81,6 +84,9 @@ SCHEMAS: dict[str, dict[int, Field]] = {
         3: _rep("computations", "HloComputationProto"),
         5: Field("id", "int64"),
         6: Field("entry_computation_id", "int64"),
+        7: Field("schedule", "bytes"),  # set once XLA scheduled the module (after its optimizations)
+        # Read by tpugraphs rank only: where each instruction came from (current XLA; 1-based ids).
+        17: Field("stack_frame_index", "StackFrameIndexProto"),
     },
     # What XLA writes with --xla_dump_hlo_as_proto (*.hlo.pb): the module sits in field 1.
     "HloProto": {1: Field("hlo_module", "HloModuleProto")},
@@ -89,12 +95,15 @@ SCHEMAS: dict[str, dict[int, Field]] = {
         2: _rep("instructions", "HloInstructionProto"),
         5: Field("id", "int64"),
         6: Field("root_id", "int64"),
+        7: Field("is_fusion_computation", "bool"),
     },
     "HloInstructionProto": {
         1: Field("name", "string"),
         2: Field("opcode", "string"),
         3: Field("shape", "ShapeProto"),
+        7: Field("metadata", "OpMetadata"),  # read by tpugraphs rank only (source locations)
         9: Field("parameter_number", "int64"),
+        11: Field("fusion_kind", "string"),
         13: Field("tuple_index", "int64"),
         14: _rep("dimensions", "int64"),
         15: Field("window", "Window"),
@@ -110,6 +119,32 @@ SCHEMAS: dict[str, dict[int, Field]] = {
         50: Field("feature_group_count", "int64"),
         58: Field("batch_group_count", "int64"),
         60: Field("is_stable", "bool"),
+    },
+    # Read by tpugraphs rank only: the framework's name of an instruction and where in the source it
+    # came from, either directly (source_file/source_line, older writers) or as a 1-based frame of the
+    # module's stack_frame_index (current JAX).
+    "OpMetadata": {
+        1: Field("op_type", "string"),
+        2: Field("op_name", "string"),
+        3: Field("source_file", "string"),
+        4: Field("source_line", "int32"),
+        15: Field("stack_frame_id", "int32"),
+    },
+    "StackFrameIndexProto": {
+        1: _rep("file_names", "string"),
+        2: _rep("function_names", "string"),
+        3: _rep("file_locations", "FileLocation"),
+        4: _rep("stack_frames", "StackFrame"),
+    },
+    "FileLocation": {
+        1: Field("file_name_id", "int32"),
+        2: Field("function_name_id", "int32"),
+        3: Field("line", "int32"),
+        4: Field("column", "int32"),
+    },
+    "StackFrame": {
+        1: Field("file_location_id", "int32"),
+        2: Field("parent_frame_id", "int32"),
     },
     "SliceDimensions": {
         1: Field("start", "int64"),
