@@ -6,8 +6,9 @@ and ``tpugraphs score`` start fast. Optional parts of the kit (solutions, leader
 commands only when their package is installed.
 
 Exit codes (``competition.errors``): 0 success, 1 the input was checked and found wrong (invalid
-submission, unreadable data), 2 usage errors (bad arguments, missing files). ``main`` is the one place
-that turns a ``UsageError``, an interruption or a closed output pipe (``tpugraphs inspect ... | head``)
+submission, unreadable data), 2 usage errors (bad arguments, missing files), 130 Ctrl-C, 143 SIGTERM
+(cleaned up the same way). ``main`` is the one place that turns a ``UsageError``, an interruption
+(SIGINT or SIGTERM) or a closed output pipe (``tpugraphs inspect ... | head``)
 into its exit code; with ``--json`` a usage error, argparse's own included, also prints one JSON
 document on stdout (``competition.commands.json_problems``). Commands import ``UsageError`` from
 ``competition.errors``, never from this module, so registering them creates no import cycle.
@@ -18,7 +19,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -43,10 +46,22 @@ COMMAND_MODULES = (
     "competition.commands.submit",
     "solutions.solve.command",
     "solutions.rank.command",
+    "solutions.tune.command",
     "leaderboard.commands",
 )
 
 EXIT_CLOSED_PIPE = 128 + 13  # 128 + SIGPIPE, what a shell reports for `yes | head`
+EXIT_INTERRUPTED = 128 + 2  # Ctrl-C (SIGINT)
+EXIT_TERMINATED = 128 + 15  # SIGTERM: `kill`, a batch scheduler, a container stopping
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it cleans up exactly as after Ctrl-C (half-written
+    files and staging folders removed, the previous results left whole)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def _silence_stdout() -> None:
@@ -135,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_USAGE
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:
         code = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe must fail here, inside the handler below, not at exit
@@ -146,9 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CLOSED_PIPE
     except UsageError as exc:
         return _usage_error(args, str(exc))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except ModuleNotFoundError as exc:
         # An optional part of the kit (a pyproject extra) that is not installed: say which to install.
         from competition.commands.extras import missing_extra_message
@@ -157,6 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if message is None:
             raise
         return _usage_error(args, message)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _usage_error(args: argparse.Namespace, message: str) -> int:

@@ -19,7 +19,7 @@ PROVIDED_BY: dict[str, tuple[str, str]] = {
     "torch": ("torch", "solutions"),
     "torch_geometric": ("torch-geometric", "solutions"),
     "lightgbm": ("lightgbm", "solutions"),
-    "scipy": ("scipy", "solutions"),
+    "scipy": ("scipy", ""),
     "fastapi": ("fastapi", "leaderboard"),
     "starlette": ("starlette", "leaderboard"),
     "uvicorn": ("uvicorn", "leaderboard"),
@@ -30,10 +30,12 @@ PROVIDED_BY: dict[str, tuple[str, str]] = {
     "h11": ("h11", "leaderboard"),
     "icu": ("PyICU", "leaderboard"),
     "psycopg": ("psycopg", "leaderboard"),
+    "yaml": ("PyYAML", "leaderboard"),
     "matplotlib": ("matplotlib", "notebooks"),
     "nbclient": ("nbclient", "notebooks"),
     "nbformat": ("nbformat", "notebooks"),
     "ipykernel": ("ipykernel", "notebooks"),
+    "optuna": ("optuna", "tune"),
     "kaggle": ("kaggle", "kaggle"),
     "six": ("six", "kaggle"),
     "pytest": ("pytest", "dev"),
@@ -57,7 +59,7 @@ def install_hint(extra: str) -> str:
     return hint
 
 
-EXTRAS_WITH_TORCH = ("solutions", "notebooks", "dev")
+EXTRAS_WITH_TORCH = ("solutions", "notebooks", "tune", "dev")
 
 
 def missing_extra_message(exc: ModuleNotFoundError) -> str | None:

@@ -10,7 +10,9 @@ it into the submission row (``competition.predictions.ranking_from_predictions``
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -113,3 +115,27 @@ class RankingMethod(Protocol):
     def load(cls, path: Path) -> RankingMethod:
         """Read a method written by ``save``, with the settings it was fitted with (``SavedModelError``
         when this code cannot rebuild them)."""
+
+
+# What a learned method says while it fits: its selection score on the valid graphs after each boosting
+# round (gbdt) or evaluated epoch (the gnn), in the fit's final training. Nobody listens unless a caller
+# asks (``tpugraphs tune``, to prune hopeless trials): a fit is the same with or without a listener.
+_LISTENER: ContextVar[Callable[[int, float], None] | None] = ContextVar("validation_listener", default=None)
+
+
+@contextmanager
+def validation_listener(listener: Callable[[int, float], None] | None) -> Iterator[None]:
+    """Within the block, ``report_validation(step, score)`` calls ``listener(step, score)`` (None: nobody
+    hears it); an exception the listener raises (a pruned trial) leaves ``fit`` as it is."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+def report_validation(step: int, score: float) -> None:
+    """A method's valid score at ``step`` (a boosting round, an epoch), for whoever listens."""
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener(step, score)

@@ -38,7 +38,6 @@ docs/journal/2026-11-26-heuristic-layout-rules-2-and-3.md.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +47,11 @@ from competition.data.graphs import Graph
 from competition.tasks import TASKS
 from solutions.kinds import KindError, kind_of
 from solutions.methods.base import FitOptions, SplitSource
-from solutions.store.saved import SavedModelError, is_version, read_saved_json, shown_version
+from solutions.store.saved import ModelFile, SavedModelError, is_version, shown_version
 
 HEURISTIC_FILE = "heuristic.json"
 RULE_VERSION = 3  # bump when a kind's rule changes: heuristics saved before refuse to load
+SAVED = ModelFile("heuristic", HEURISTIC_FILE, indent=None)
 
 
 
@@ -87,23 +87,18 @@ class HeuristicMethod:
     def save(self, path: Path) -> None:
         """Write ``path/heuristic.json`` (the rule version and task; ``path`` is a directory, created if
         needed)."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        data = {"method": self.name, "rule_version": RULE_VERSION}
-        if self.task is not None:
-            data["task"] = self.task
-        (path / HEURISTIC_FILE).write_text(json.dumps(data) + "\n")
+        task = {} if self.task is None else {"task": self.task}
+        SAVED.write(path, {"rule_version": RULE_VERSION, **task})
 
     @classmethod
     def load(cls, path: Path) -> HeuristicMethod:
         """The saved heuristic, when it was saved with this code's rule version (SavedModelError, one line
-        naming what changed, otherwise)."""
-        file = Path(path) / HEURISTIC_FILE
-        data = read_saved_json(file)
-        version, task = data.get("rule_version"), data.get("task")
+        naming both versions, otherwise)."""
+        meta = SAVED.read(path)
+        version, task = meta.get("rule_version"), meta.get("task")
         task = task if isinstance(task, str) and task in TASKS else None  # unrecorded or unknown
         if not is_version(version, RULE_VERSION):
-            raise SavedModelError(f"{file}: saved heuristic rule version {shown_version(version)}, this code "
-                                  f"has {RULE_VERSION}; run without --predict-only to write this rule's (it "
-                                  "learns nothing: that is instant)")
+            raise SavedModelError(f"{meta.file}: saved heuristic rule version {shown_version(version)}, this "
+                                  f"code has {RULE_VERSION}; run without --predict-only to write this rule's "
+                                  "(it learns nothing: that is instant)")
         return cls(task)

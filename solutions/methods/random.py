@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +17,10 @@ from competition.collections import COLLECTIONS, Collection, parse_row_id
 from competition.data.graphs import Graph, list_split, read_config_count
 from competition.predictions import ranking_from_predictions
 from solutions.methods.base import FitOptions, SplitSource
-from solutions.store.saved import read_saved_json
+from solutions.store.saved import ModelFile
 
 RANDOM_FILE = "random.json"
+SAVED = ModelFile("random", RANDOM_FILE, indent=None)
 
 
 def _test_graphs(data_dir: str | Path, collections: tuple[Collection, ...]) -> list[tuple[str, int]]:
@@ -94,11 +94,9 @@ class RandomMethod:
 
     def save(self, path: Path) -> None:
         """Write ``path/random.json`` holding the seed (``path`` is a directory, created if needed)."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / RANDOM_FILE).write_text(json.dumps({"method": self.name, "seed": self.seed}) + "\n")
+        SAVED.write(path, {"seed": self.seed})
 
     @classmethod
     def load(cls, path: Path) -> RandomMethod:
-        data = read_saved_json(Path(path) / RANDOM_FILE)
-        return cls(seed=data["seed"])
+        meta = SAVED.read(path)
+        return meta.rebuild(lambda: cls(seed=int(meta["seed"])), KeyError)

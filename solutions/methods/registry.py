@@ -4,6 +4,7 @@ never lightgbm). Its targets are imports by name, declared in docs/architecture.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import typing
 from collections.abc import Mapping
@@ -73,4 +74,6 @@ def get_method(name: str) -> MethodInfo:
     try:
         return METHODS[name]
     except KeyError:
-        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}") from None
+        close = difflib.get_close_matches(str(name).lower(), list(METHODS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ValueError(f"unknown method {name!r}{hint}; choose one of {', '.join(METHODS)}") from None

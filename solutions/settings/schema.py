@@ -14,6 +14,10 @@ that spells a value in its canonical form). :func:`schema` reads those fields ba
 A refusal is a :class:`SettingError` whose message is one line naming the setting, the value and
 what is allowed, e.g. ``setting lr='fast': lr is a number > 0 (default 0.005)``.
 
+A setting worth tuning also declares where ``tpugraphs tune`` searches it (``search=(LOW, HIGH)`` with
+``scale="log"`` or ``"linear"`` for numbers, ``search_choices=(...)`` for texts and true/false): a
+:class:`SearchRange` kept on its row, checked against what the setting allows when the schema is read.
+
 :class:`MethodSettings` is the one mechanism every learned method uses: its settings dataclass and the
 collections that start from other defaults, declared in the method's ``settings`` module (which
 imports no torch, torch_geometric or lightgbm), and resolved once per collection
@@ -45,6 +49,35 @@ class SettingError(ValueError):
     """A setting's name or value refused; the message is one line meant for the person who gave it."""
 
 
+SCALES = ("linear", "log")
+
+
+@dataclass(frozen=True)
+class SearchRange:
+    """Where ``tpugraphs tune`` looks for a setting's value unless ``--space`` says otherwise: numbers
+    from ``low`` to ``high`` (``log``: on a log scale, for values that matter by their ratio), or one of
+    ``choices`` (texts, true/false, or a few numbers)."""
+
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple = ()
+
+    def text(self) -> str:
+        """``0.01..0.3 (log)``, ``8..255``, ``lambdarank, rank_xendcg``: as ``--space`` spells it."""
+        if self.choices:
+            return ",".join(shown_value(value) for value in self.choices)
+        return f"{shown_value(self.low)}..{shown_value(self.high)}{' (log)' if self.log else ''}"
+
+    def contains(self, value: object) -> bool:
+        """Whether ``value`` is one this range can give (a default enqueued as the first trial)."""
+        if self.choices:
+            return value in self.choices
+        if value is None or isinstance(value, bool | str):
+            return False
+        return self.low <= value <= self.high  # type: ignore[operator]
+
+
 @dataclass(frozen=True)
 class Setting:
     """One row of a method's schema: what ``--param NAME=VALUE`` accepts for ``name``."""
@@ -62,6 +95,7 @@ class Setting:
     # str settings with a grammar: returns the canonical spelling, raises ValueError saying why not
     canonical: Callable[[str], str] | None = None
     grammar: str = ""  # what ``canonical`` accepts, in words (for --list-params and messages)
+    search: SearchRange | None = None  # where ``tpugraphs tune`` searches it (None: not searched by default)
 
     @property
     def type_name(self) -> str:
@@ -157,11 +191,23 @@ class Setting:
 def setting(default: object, meaning: str = "", *, low: float | None = None,
             high: float | None = None, low_open: bool = False, high_open: bool = False,
             choices: Iterable[str] = (), canonical: Callable[[str], str] | None = None,
-            grammar: str = "") -> typing.Any:
-    """A settings-dataclass field with its schema row (the type comes from the field's annotation)."""
+            grammar: str = "", search: tuple[float, float] | None = None, scale: str = "linear",
+            search_choices: Iterable[object] = ()) -> typing.Any:
+    """A settings-dataclass field with its schema row (the type comes from the field's annotation).
+
+    ``search=(LOW, HIGH)`` and ``scale`` (``linear`` or ``log``), or ``search_choices``: where
+    ``tpugraphs tune`` searches the setting by default (checked against what the setting allows when
+    the schema is read)."""
+    if scale not in SCALES:
+        raise TypeError(f"setting scale={scale!r}: one of {', '.join(SCALES)}")
+    found = None
+    if search is not None:
+        found = SearchRange(low=search[0], high=search[1], log=scale == "log")
+    elif search_choices:
+        found = SearchRange(choices=tuple(search_choices))
     metadata = {"setting": {"meaning": meaning, "low": low, "high": high, "low_open": low_open,
                             "high_open": high_open, "choices": tuple(choices), "canonical": canonical,
-                            "grammar": grammar}}
+                            "grammar": grammar, "search": found}}
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -178,9 +224,38 @@ def _rows(settings_class: type) -> dict[str, Setting]:
         spec = field.metadata.get("setting")
         if spec is None:
             raise TypeError(f"{settings_class.__name__}.{field.name} is not declared with setting(...)")
-        value_type, optional = _value_type(hints[field.name], f"{settings_class.__name__}.{field.name}")
-        rows[field.name] = Setting(field.name, value_type, field.default, optional=optional, **spec)
+        where = f"{settings_class.__name__}.{field.name}"
+        value_type, optional = _value_type(hints[field.name], where)
+        row = Setting(field.name, value_type, field.default, optional=optional, **spec)
+        if row.search is not None:
+            check_search(row, row.search, where)
+        rows[field.name] = row
     return rows
+
+
+def check_search(row: Setting, found: SearchRange, where: str) -> SearchRange:
+    """``found`` if it is a search range the setting of ``row`` allows: numbers for a number (LOW < HIGH
+    and LOW > 0 on a log scale), choices for a text or true/false, each end and choice a value the setting
+    accepts; ``SettingError`` (one line, beginning with ``where``) otherwise. ``--space`` is held to the same
+    rule."""
+    if found.choices:
+        if len(set(found.choices)) < 2:
+            raise SettingError(f"{where}: a search lists two or more different values; one value fixes "
+                               f"the setting (--param {row.name}=VALUE)")
+        for value in found.choices:
+            row.check(value)
+        return found
+    if row.value_type not in (int, float):
+        raise SettingError(f"{where}: {row.name} is {row.type_name}, searched by listing values "
+                           f"({row.name}=a,b), not by a range")
+    for value in (found.low, found.high):
+        row.check(value)
+    if not found.low < found.high:  # type: ignore[operator]
+        raise SettingError(f"{where}: the range {shown_value(found.low)}..{shown_value(found.high)} is "
+                           f"empty; give LOW < HIGH")
+    if found.log and found.low <= 0:  # type: ignore[operator]
+        raise SettingError(f"{where}: a log scale needs LOW > 0, got {shown_value(found.low)}")
+    return found
 
 
 def _value_type(hint: object, where: str) -> tuple[type, bool]:
@@ -223,8 +298,8 @@ def unknown_setting(settings_class: type, name: str, method: str) -> SettingErro
     """The refusal of a name that is not a setting, with the closest one when there is one (the same
     wording for every method)."""
     close = closest_name(name, schema(settings_class))
-    hint = f"did you mean {close}? " if close else ""
-    return SettingError(f"setting {name}: --method {method} has no such setting; {hint}"
+    hint = f"; did you mean {close}?" if close else ""
+    return SettingError(f"setting {name}: --method {method} has no such setting{hint} "
                         f"(tpugraphs solve --method {method} --list-params lists them)")
 
 

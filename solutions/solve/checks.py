@@ -102,6 +102,17 @@ def check_params(info: MethodInfo, collections: Sequence[Collection], params: Ma
         raise SolveError(str(exc)) from None
 
 
+def read_params(path: str | Path, info: MethodInfo):
+    """``--params PARAMS.json`` read and checked against the method's schema
+    (``solutions.settings.params_file.ParamsFile``); ``SolveError`` naming the file otherwise."""
+    from solutions.settings.params_file import ParamsFileError, read_params_file
+
+    try:
+        return read_params_file(path, info.name, info.load_settings())
+    except ParamsFileError as exc:
+        raise SolveError(f"--params {exc}") from None
+
+
 def resolve_method(name: str) -> MethodInfo:
     try:
         return get_method(name)

@@ -27,6 +27,7 @@ examples:
   tpugraphs solve --data data/demo/public --out sub.csv --param layout_epochs=40 --param hidden=64
   tpugraphs solve --data data/demo/public --out sub.csv --param pruning=khop:3
   tpugraphs solve --data data/demo/public --method gbdt --out sub.csv --seeds 0,1,2
+  tpugraphs solve --data data/demo/public --method gbdt --out sub.csv --params params.json
   tpugraphs solve --data data/kaggle --out sub.csv --collection layout:nlp:random --cache-dir cache/
   tpugraphs solve --data data/kaggle --out sub.csv --param training=gst --param fusion=early \\
     --param pruning=none
@@ -109,6 +110,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="a setting of the method (repeatable), e.g. layout_epochs=40; "
                              "--list-params shows each setting's type, default and allowed values (none, "
                              "true, false as words)")
+    parser.add_argument("--params", metavar="PARAMS.json",
+                        help="start each collection from the settings this file gives it (written by "
+                             "'tpugraphs tune'; a --param still wins); the saved models record the file")
     parser.add_argument("--json", nargs="?", const="-", metavar="REPORT.json",
                         help="the report as one JSON document: on stdout with no file name (progress and the "
                              "per-collection lines then go to stderr), else also written to REPORT.json; "
@@ -223,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
             args.data, args.method, args.out, collections=args.collection, options=options,
             model_dir=args.model_dir, predict_only=args.predict_only, method_params=params,
             log=lambda line: print(line, flush=True, file=sys.stderr if to_stdout else sys.stdout),
-            seeds=seeds,
+            seeds=seeds, params_file=args.params,
         )
     except SolveError as exc:
         raise UsageError(str(exc)) from None

@@ -71,6 +71,7 @@ from solutions.solve.checks import (
     default_model_dir,
     describe_params,
     parse_method_params,
+    read_params,
     resolve_collections,
     resolve_device,
     resolve_method,
@@ -83,6 +84,7 @@ from solutions.store.saved import SavedModelError
 
 if TYPE_CHECKING:  # torch: imported for real only in torchrun runs
     from solutions.compute.distributed import World
+    from solutions.settings.params_file import ParamsFile
 
 SEEDS_FILE = "seeds.json"  # in a collection's model folder when it holds one model per seed
 
@@ -217,6 +219,7 @@ def solve(
     method_params: Mapping[str, object] | None = None,
     log: Callable[[str], None] | None = None,
     seeds: Sequence[int] | None = None,
+    params_file: str | Path | None = None,
 ) -> SolveReport | None:
     """Train (or load), validate and predict each collection, then write and validate the submission.
 
@@ -234,6 +237,7 @@ def solve(
         seeds: train one model per seed and blend their rankings (``blend_rankings``); None or one
             seed = a single model with ``options.seed`` (or that seed). Not with ``predict_only``,
             which loads whatever seeds the saved run had.
+        params_file: a PARAMS.json (``tpugraphs tune``'s): each collection starts from its settings there.
 
     Returns:
         a ``SolveReport`` (None on ranks other than 0 of a torchrun run, see the module docstring).
@@ -246,9 +250,7 @@ def solve(
     say = log or (lambda line: None)
     info = resolve_method(method)
     chosen = resolve_collections(collections)
-    if predict_only and params:
-        raise SolveError("--param has no effect with --predict-only (the saved models keep their settings)")
-    check_params(info, chosen, params)
+    from_file = _checked_settings(info, chosen, params, params_file, predict_only)
     seeds = _check_seeds(seeds, options, predict_only)
     if len(seeds) == 1:
         options = replace(options, seed=seeds[0])
@@ -271,49 +273,77 @@ def solve(
             raise SolveError(str(exc)) from None
     if out.exists() and out.is_dir():
         raise SolveError(f"{out} is a folder; --out names the submission file to write")
+    plan = _Run(data_dir=data_dir, info=info, chosen=tuple(chosen), out=out, options=options,
+                model_dir=model_dir, saved_folders=saved_folders, params=params, say=say, started=started,
+                seeds=tuple(seeds), from_file=from_file)
     if world_size == 1:
-        return _solve(data_dir, info, chosen, out, options, model_dir, saved_folders, params, say, started,
-                      seeds)
+        return _solve(plan)
     from solutions.compute import distributed  # torch: only now, and only for the gnn
 
     world, device = distributed.start(options.device)
     try:
-        report = _solve(data_dir, info, chosen, out, replace(options, device=device), model_dir,
-                        saved_folders, params, say, started, seeds, world=world)
+        report = _solve(replace(plan, options=replace(options, device=device)), world=world)
         distributed.barrier()  # the others leave once rank 0 has written and checked the submission
         return report
     finally:
         distributed.stop()
 
 
-def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: Path, options: FitOptions,
-           model_dir: Path, saved_folders: dict[str, Path], params: dict, say: Callable[[str], None],
-           started: float, seeds: Sequence[int], world: World | None = None) -> SolveReport | None:
+@dataclass(frozen=True, kw_only=True)
+class _Run:
+    """A ``solve`` call once its arguments are checked: what ``_solve`` and ``_finish`` work from."""
+
+    data_dir: Path
+    info: MethodInfo
+    chosen: tuple[Collection, ...]
+    out: Path
+    options: FitOptions
+    model_dir: Path
+    saved_folders: dict[str, Path]  # with --predict-only: the checked model folders to load
+    params: dict  # --param
+    say: Callable[[str], None]
+    started: float
+    seeds: tuple[int, ...]
+    from_file: ParamsFile | None  # --params
+
+    @property
+    def predict_only(self) -> bool:
+        return bool(self.saved_folders)
+
+
+def _solve(plan: _Run, world: World | None = None) -> SolveReport | None:
     """``solve`` once the arguments are checked; ``world``: this process's ``distributed.World`` or None.
 
-    ``saved_folders`` (with ``--predict-only``) are the checked model folders to load; otherwise the
-    run's models are staged by rank 0 and put in place only when the whole run has succeeded.
+    With ``--predict-only`` the checked model folders are loaded; otherwise the run's models are staged by
+    rank 0 and put in place only when the whole run has succeeded.
     """
+    data_dir, info, options, from_file = plan.data_dir, plan.info, plan.options, plan.from_file
+    params, say, seeds = plan.params, plan.say, plan.seeds
     main = world is None or world.main
-    predict_only = bool(saved_folders)
+    predict_only = plan.predict_only
     run = None
     if not predict_only and main:
         settings = {"options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()},
                     "params": params, "seeds": list(seeds)}
-        run = model_store.Run.start(model_dir, info.name, settings)
+        if from_file is not None:  # where each collection's settings came from
+            settings["params_file"] = from_file.origin(c.name for c in plan.chosen)
+        run = model_store.Run.start(plan.model_dir, info.name, settings)
     try:  # a failed run leaves no staging folder behind (its models were never put in place)
         reports: list[CollectionReport] = []
         rows: dict[str, np.ndarray] = {}
         models: list[tuple[int, object]] = []
-        for collection in chosen:
+        for collection in plan.chosen:
             with PeakMemory() as memory:
                 t0 = time.perf_counter()
                 if predict_only:
-                    models = load_models(info, saved_folders[collection.name], seed=options.seed,
+                    models = load_models(info, plan.saved_folders[collection.name], seed=options.seed,
                                          device=options.device)
                     fit_seconds = 0.0
                 else:
-                    models = _fit_models(info, collection, data_dir, options, params, seeds)
+                    if from_file is not None:
+                        say(_params_line(from_file, collection, params))
+                    models = _fit_models(info, collection, data_dir, options,
+                                         _collection_params(from_file, collection, params), seeds)
                     fit_seconds = time.perf_counter() - t0
                     if run is None:  # rank 0 saves, validates and predicts; wait for it, then train the next
                         world_barrier()
@@ -323,7 +353,7 @@ def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: 
                                                 options)
             rows.update(outcome.rows)
             report = _collection_report(collection, models, outcome, fit_seconds, memory.peak_mb,
-                                        model_dir / collection_slug(collection))
+                                        plan.model_dir / collection_slug(collection))
             reports.append(report)
             predict_seconds = report.validate_seconds + report.predict_seconds
             say(f"{collection.name}: validation {collection.metric} {report.validation_score:.4f} over "
@@ -333,12 +363,40 @@ def _solve(data_dir: Path, info: MethodInfo, chosen: Sequence[Collection], out: 
                 world_barrier()
         if not main:
             return None
-        return _finish(out, rows, data_dir, chosen, info, run, reports, options, predict_only, model_dir,
-                       started, world, [seed for seed, _ in models] if reports else list(seeds))
+        return _finish(plan, run=run, rows=rows, reports=reports, world=world,
+                       seeds=[seed for seed, _ in models] if reports else list(seeds))
     except BaseException:
         if run is not None:
             run.abandon()
         raise
+
+
+def _checked_settings(info: MethodInfo, chosen: Sequence[Collection], params: dict,
+                      params_file: str | Path | None, predict_only: bool) -> ParamsFile | None:
+    """Check ``--param`` and ``--params`` (read here) before any work: each collection's settings resolve.
+    The saved models record the file and what it gave each collection (``params_file`` in ``solve.json``)."""
+    for flag, given in (("--param", params), ("--params", params_file)):
+        if predict_only and given:
+            raise SolveError(f"{flag} has no effect with --predict-only (the saved models keep their "
+                             "settings)")
+    from_file = read_params(params_file, info) if params_file is not None else None
+    for collection in chosen:
+        check_params(info, [collection], _collection_params(from_file, collection, params))
+    return from_file
+
+
+def _collection_params(from_file: ParamsFile | None, collection: Collection,
+                       params: Mapping[str, object]) -> dict:
+    """The settings ``collection`` is fitted with beyond its defaults: the PARAMS.json's, then ``--param``."""
+    return {**(from_file.params_for(collection.name) if from_file is not None else {}), **params}
+
+
+def _params_line(from_file: ParamsFile, collection: Collection, params: Mapping[str, object]) -> str:
+    given = from_file.params_for(collection.name)
+    overridden = sorted(set(given) & set(params))
+    values = ", ".join(f"{k}={v}" for k, v in given.items()) or "none beyond the defaults"
+    return (f"{collection.name}: settings from {from_file.path} ({from_file.source_of(collection.name)}: "
+            f"{values})" + (f"; --param wins for {', '.join(overridden)}" if overridden else ""))
 
 
 def _fit_models(info: MethodInfo, collection: Collection, data_dir: Path, options: FitOptions, params: dict,
@@ -413,21 +471,20 @@ def _collection_report(collection: Collection, models: list[tuple[int, object]],
     )
 
 
-def _finish(out: Path, rows: dict, data_dir: Path, chosen: Sequence[Collection], info: MethodInfo,
-            run: model_store.Run | None, reports: list[CollectionReport], options: FitOptions,
-            predict_only: bool, model_dir: Path, started: float, world: World | None,
-            seeds: list[int]) -> SolveReport:
+def _finish(plan: _Run, *, run: model_store.Run | None, rows: dict, reports: list[CollectionReport],
+            world: World | None, seeds: list[int]) -> SolveReport:
     """Write and check the submission, put the run's models in place, and report."""
+    out = plan.out
     write_submission(out, rows)
-    checked = validate_submission(out, expected_from_data_dir(data_dir, chosen))
+    checked = validate_submission(out, expected_from_data_dir(plan.data_dir, plan.chosen))
     if not checked.ok:
-        raise RuntimeError(f"the submission written by method {info.name!r} is invalid (a bug in the "
+        raise RuntimeError(f"the submission written by method {plan.info.name!r} is invalid (a bug in the "
                            f"method):\n{format_problems(checked, source_name=str(out))}")
     if run is not None:
-        run.commit(c.name for c in chosen)
+        run.commit(c.name for c in plan.chosen)
     solved = SolveReport(
-        method=info.name, submission=out, rows=len(rows), collections=reports, options=options,
-        predict_only=predict_only, model_dir=model_dir, seconds=time.perf_counter() - started,
+        method=plan.info.name, submission=out, rows=len(rows), collections=reports, options=plan.options,
+        predict_only=plan.predict_only, model_dir=plan.model_dir, seconds=time.perf_counter() - plan.started,
         process_peak_memory_mb=process_peak_mb(), world_size=1 if world is None else world.size, seeds=seeds,
     )
     solved.add_intervals()  # a fixed resampling seed: runs differ only by their scores

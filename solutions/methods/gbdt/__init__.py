@@ -1,6 +1,6 @@
 """The gradient-boosted ranker: LightGBM lambdarank on engineered graph and config features.
 
-The feature matrix comes from ``solutions.features.engineered`` (numpy only; shared with the other
+The feature matrix comes from ``solutions.kinds.features`` (numpy only; shared with the other
 methods). ``model`` trains and applies the ranker (imports lightgbm when it trains or loads);
 ``settings`` holds its ``--param`` settings, ``queries`` the rows, labels and queries it learns from,
 ``boosting`` LightGBM's side of training (the official metric each round, the round kept, the

@@ -1,6 +1,7 @@
 """LightGBM's side of training the gbdt: importing it, the official metric it reports every round
-(``official_metric``), the best round (``best_round``) and the callbacks that end training
-(``plateau_stopping``, ``time_budget``). Why the round is chosen this way: docs/gbdt.md."""
+(``official_metric``), the best round (``best_round``), the callbacks that end training
+(``plateau_stopping``, ``time_budget``) and the one that tells a listener each round's score
+(``reporting``). Why the round is chosen this way: docs/gbdt.md."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 import numpy as np
 
 from competition.collections import Collection
+from solutions.methods.base import report_validation
 from solutions.methods.gbdt.queries import Queries
 
 
@@ -95,4 +97,17 @@ def time_budget(started: float, budget_s: float):
             raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
 
     callback.order = 40
+    return callback
+
+
+def reporting(history: dict):
+    """A callback handing each round's valid score to ``report_validation`` (``tpugraphs tune`` listens,
+    to prune a hopeless trial; nothing else changes)."""
+
+    def callback(env) -> None:
+        curve = valid_curve(history)
+        if curve:
+            report_validation(len(curve), curve[-1])
+
+    callback.order = 25  # after record_evaluation (20) has stored this round's score, before stopping (30)
     return callback

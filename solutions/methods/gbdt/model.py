@@ -18,7 +18,6 @@ importable without it.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterable
@@ -30,7 +29,7 @@ import numpy as np
 
 from competition.collections import Collection
 from competition.data.graphs import Graph
-from solutions.features.engineered import FeatureSettings, feature_names
+from solutions.kinds.features import FeatureSettings, feature_names
 from solutions.methods.base import FitOptions, SplitSource
 from solutions.methods.gbdt.boosting import (
     best_round,
@@ -38,6 +37,7 @@ from solutions.methods.gbdt.boosting import (
     import_lightgbm,
     official_metric,
     plateau_stopping,
+    reporting,
     time_budget,
     valid_curve,
 )
@@ -50,7 +50,7 @@ from solutions.methods.gbdt.queries import (
 from solutions.methods.gbdt.settings import SETTINGS, GBDTSettings
 from solutions.methods.selection import CROSS_VALIDATION, cv_fold_of, informative_graphs, plan_selection
 from solutions.settings.schema import SettingError, check_names
-from solutions.store.saved import SavedModelError, read_saved_json, retrain_command, unreadable_model_file
+from solutions.store.saved import ModelFile
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ SETTINGS_FILE = "settings.json"
 # settings and names, the collection; model.txt: LightGBM's text format). Any other is refused, naming
 # the command that retrains it.
 FORMAT_VERSION = 2
+SAVED = ModelFile("gbdt", SETTINGS_FILE, FORMAT_VERSION)
 
 
 class GBDTRanker:
@@ -173,6 +174,8 @@ class GBDTRanker:
             valid_sets, feval = [valid_set], official_metric(collection, valid_rows)
             callbacks.append(plateau_stopping(history, settings.min_boost_round,
                                               settings.early_stopping_rounds))
+            if history is self.history:  # the final training, not a cross-validation fold
+                callbacks.append(reporting(history))
         return lgb.train(
             params, train_set, num_boost_round=rounds, valid_sets=valid_sets,
             valid_names=["valid"] if valid_sets else None, feval=feval, callbacks=callbacks,
@@ -245,16 +248,13 @@ class GBDTRanker:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.booster.save_model(str(path / MODEL_FILE), num_iteration=self.best_iteration)
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "method": self.name,
+        SAVED.write(path, {
             "collection": self.collection_name,
             "best_iteration": self.best_iteration,
             "features": self.features.to_json(),
             "feature_names": feature_names(self.features),
             "settings": asdict(self.settings),
-        }
-        (path / SETTINGS_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+        })
 
     @classmethod
     def load(cls, path: Path) -> GBDTRanker:
@@ -262,32 +262,18 @@ class GBDTRanker:
         lgb = import_lightgbm()
 
         path = Path(path)
-        meta = read_saved_json(path / SETTINGS_FILE)
-        retrain = f"retrain it: {retrain_command(cls.name, meta.get('collection'))}"
-        version = meta.get("format_version")
-        if version != FORMAT_VERSION:
-            raise SavedModelError(f"{path / SETTINGS_FILE}: a gbdt model of format version {version!r}; "
-                                  f"this kit reads format {FORMAT_VERSION} only; {retrain}")
-        try:
-            features = FeatureSettings.from_json(meta["features"])
-        except ValueError as exc:  # another feature version: its columns mean something else here
-            raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}; {retrain}") from None
+        meta = SAVED.read(path)
+        # another feature version: its columns mean something else here
+        features = meta.rebuild(lambda: FeatureSettings.from_json(meta["features"]))
         if meta["feature_names"] != feature_names(features):
-            raise SavedModelError(f"{path / SETTINGS_FILE}: the saved feature names differ from this code's; "
-                                  f"{retrain}")
-        missing = [f.name for f in fields(GBDTSettings) if f.name not in (meta.get("settings") or {})]
-        if missing:  # the file records every setting it was trained with; today's defaults never fill in
-            raise SavedModelError(f"{path / SETTINGS_FILE}: settings lacks {', '.join(missing)}; {retrain}")
-        try:
-            ranker = cls(GBDTSettings(**meta["settings"]))
-        except (SettingError, TypeError) as exc:  # a hand-edited or foreign file
-            raise SavedModelError(f"{path / SETTINGS_FILE}: {exc}; {retrain}") from None
+            raise meta.refusal("the saved feature names differ from this code's")
+        meta.require("settings", [f.name for f in fields(GBDTSettings)])
+        ranker = meta.rebuild(lambda: cls(GBDTSettings(**meta["settings"])), SettingError)
         ranker.collection_name = meta["collection"]
         ranker.features = features
-        try:
-            ranker.booster = lgb.Booster(model_file=str(path / MODEL_FILE))
-        except (lgb.basic.LightGBMError, OSError) as exc:
-            raise unreadable_model_file(path / MODEL_FILE, "LightGBM", exc) from None
+        ranker.booster = meta.weights(path / MODEL_FILE, "LightGBM",
+                                      lambda: lgb.Booster(model_file=str(path / MODEL_FILE)),
+                                      lgb.basic.LightGBMError, OSError)
         ranker.best_iteration = ranker.booster.current_iteration()  # saved truncated at the best round
         return ranker
 

@@ -2,7 +2,7 @@
 
 - **Rows**: a graph's distinct configs (``compress``: duplicates merged with the ``min`` runtime
   policy of ``solutions.features.dedup``), at most ``max_configs_per_graph`` of them drawn at random,
-  featurized by ``solutions.features.engineered.config_features``.
+  featurized by ``solutions.kinds.features.config_features``.
 - **Queries**: a tile graph is one query; a layout graph's drawn configs are shuffled and cut into
   queries of ``query_size``.
 - **Labels**: each config's runtime rank within its graph cut into ``label_levels`` equal-count
@@ -22,8 +22,8 @@ import numpy as np
 
 from competition.data.graphs import Graph
 from solutions.features.dedup import DedupResult, deduplicate_configs
-from solutions.features.engineered import FeatureSettings, config_features
 from solutions.kinds import kind_of
+from solutions.kinds.features import FeatureSettings, config_features
 from solutions.methods.gbdt.settings import EXACT_ORDER_LABELS, MAX_QUERY_SIZE, GBDTSettings
 
 

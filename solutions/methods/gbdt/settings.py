@@ -25,16 +25,17 @@ class GBDTSettings:
     objective: str = setting(
         "lambdarank", "lambdarank, rank_xendcg, regression (pointwise, on the within-graph rank) or pairwise "
         "(logistic loss over all pairs of a query, each pair of differing runtimes weighed the same: "
-        "gbdt/pairwise.py)", choices=OBJECTIVES)
+        "gbdt/pairwise.py)", choices=OBJECTIVES, search_choices=("lambdarank", "rank_xendcg", "regression"))
     label_levels: int = setting(30, "relevance buckets of the runtime rank (<= 31 with exponential gains)",
-                                low=2, high=10_000)
+                                low=2, high=10_000, search=(4, 31), scale="log")
     linear_gain: bool = setting(True, "label_gain = 0, 1, 2, ... (every pair counts) instead of 2**label - 1")
     ndcg_at: int | None = setting(None, "lambdarank truncation: top-k the lambdas focus on "
                                   "(none = whole group)", low=1)
     max_configs_per_graph: int = setting(1000, "configs drawn per training graph (after deduplication)",
                                          low=1)
     query_size: int | None = setting(64, "a graph's drawn configs are cut into random queries of this size "
-                                     "(none: one query per graph)", low=1, high=MAX_QUERY_SIZE)
+                                     "(none: one query per graph)", low=1, high=MAX_QUERY_SIZE,
+                                     search=(16, 512), scale="log")
     max_valid_configs_per_graph: int = setting(4000, "configs scored per valid graph for early stopping",
                                                low=1)
     num_boost_round: int = setting(300, "boosting rounds at most", low=1)
@@ -42,15 +43,17 @@ class GBDTSettings:
                                    "(valid sets are small)", low=0)
     early_stopping_rounds: int = setting(50, "stop when the best round is this far behind (counted after the "
                                          "minimum)", low=1)
-    learning_rate: float = setting(0.1, "shrinkage of each tree", low=0, low_open=True)
-    num_leaves: int = setting(31, "leaves per tree", low=2, high=131_072)
-    min_data_in_leaf: int = setting(20, "rows a leaf needs at least", low=0)
+    learning_rate: float = setting(0.1, "shrinkage of each tree", low=0, low_open=True, search=(0.02, 0.3),
+                                   scale="log")
+    num_leaves: int = setting(31, "leaves per tree", low=2, high=131_072, search=(7, 255), scale="log")
+    min_data_in_leaf: int = setting(20, "rows a leaf needs at least", low=0, search=(5, 200), scale="log")
     feature_fraction: float = setting(0.8, "share of the features each tree may use", low=0, high=1,
-                                      low_open=True)
+                                      low_open=True, search=(0.4, 1.0))
     bagging_fraction: float = setting(0.8, "share of the rows each tree is fitted on", low=0, high=1,
-                                      low_open=True)
-    lambda_l2: float = setting(1.0, "L2 regularisation of leaf values", low=0)
-    max_bin: int = setting(63, "histogram bins per feature", low=2)
+                                      low_open=True, search=(0.4, 1.0))
+    lambda_l2: float = setting(1.0, "L2 regularisation of leaf values", low=0, search=(1e-3, 30.0),
+                               scale="log")
+    max_bin: int = setting(63, "histogram bins per feature", low=2, search=(15, 255), scale="log")
     pairwise_max_pairs: int = setting(1_000_000, "objective=pairwise: a query with more pairs uses this many "
                                       "drawn at random", low=1)
     num_threads: int = setting(2, "LightGBM threads (fixed, so a seed gives the same model on any machine)",
@@ -62,7 +65,8 @@ class GBDTSettings:
     # docs/defaults.md).
     heuristic_prior: float = setting(3.0, "start from the heuristic: each config's initial score is minus "
                                      "this times its heuristic_log_cost as a z-score within its graph, and "
-                                     "the trees learn what to change (0: off; needs scale_per_graph)", low=0)
+                                     "the trees learn what to change (0: off; needs scale_per_graph)", low=0,
+                                     search=(0.0, 6.0))
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 from competition.data.graphs import LayoutGraph
-from solutions.features.engineered import standardized
 from solutions.features.layout import layout_feature_names, layout_features
+from solutions.kinds.features import standardized
 
 ENGINEERED_LAYOUT_COLUMNS = len(layout_feature_names())  # what engineered_layout_features gives per config
 

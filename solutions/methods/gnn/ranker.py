@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from contextlib import contextmanager
@@ -18,9 +17,9 @@ from competition.data.processed_cache import build_cache, split_cache_dir
 from competition.progress import progress
 from competition.tasks import Task
 from solutions.compute import distributed
-from solutions.features.engineered import FEATURE_VERSION
 from solutions.features.layout import layout_feature_names
-from solutions.methods.base import FitOptions, SplitSource
+from solutions.kinds.features import FEATURE_VERSION
+from solutions.methods.base import FitOptions, SplitSource, validation_listener
 from solutions.methods.gnn.data import LayoutExample, TileExample, make_example
 from solutions.methods.gnn.model import LayoutRanker, TileRanker
 from solutions.methods.gnn.settings import SETTINGS, GNNConfig
@@ -34,7 +33,7 @@ from solutions.methods.selection import (
 )
 from solutions.pruning import GraphTransform, parse_pruning
 from solutions.settings.schema import SettingError, check_names
-from solutions.store.saved import SavedModelError, read_saved_json, retrain_command, unreadable_model_file
+from solutions.store.saved import ModelFile, SavedMeta
 
 MODEL_FILE = "gnn.pt"
 META_FILE = "gnn.json"
@@ -42,6 +41,7 @@ META_FILE = "gnn.json"
 # the training facts; gnn.pt: the weights). A file of any other format is refused, naming the command
 # that retrains it.
 FORMAT_VERSION = 6
+SAVED = ModelFile("gnn", META_FILE, FORMAT_VERSION)
 
 
 @contextmanager
@@ -58,7 +58,7 @@ def _torch_threads(num_threads: int | None):
         torch.set_num_threads(before)
 
 
-def resolve_device(name: str) -> torch.device:
+def torch_device(name: str) -> torch.device:
     """``"cpu"``, ``"cuda"``, ``"cuda:1"`` -> a device; ValueError when CUDA is asked for but absent."""
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -161,7 +161,7 @@ class GNNRanker:
         """Load the examples, choose how the epoch is selected, train (``solutions.methods.gnn.train``)."""
         self.collection, self.compress = collection, options.compress
         self.plan = kind_plan(collection.task, self.config)
-        self.device = resolve_device(options.device)
+        self.device = torch_device(options.device)
         world = distributed.current()
         with _torch_threads(self.config.num_threads), seeded(options.seed):
             train_examples = self._load(train_split, options, "train", world)
@@ -204,9 +204,11 @@ class GNNRanker:
             kept = [e for e, f in zip(examples, fold, strict=True) if f != k]
             if not kept or not held:
                 continue
-            result = train(self._build(collection).to(self.device), kept, held, self.config,
-                           seed=options.seed, device=self.device, dedup_rows=options.compress, progress=False,
-                           time_budget_s=budget.left(), description=f"gnn {collection.name} fold {k}")
+            with validation_listener(None):  # a fold's scores are not the fit's
+                result = train(self._build(collection).to(self.device), kept, held, self.config,
+                               seed=options.seed, device=self.device, dedup_rows=options.compress,
+                               progress=False, time_budget_s=budget.left(),
+                               description=f"gnn {collection.name} fold {k}")
             curves.append({h["epoch"]: h["valid"] for h in result.history if h["epoch"] > 0})
         if not curves:
             return None, 0, None
@@ -243,9 +245,7 @@ class GNNRanker:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         torch.save({k: v.detach().cpu() for k, v in self.model.state_dict().items()}, path / MODEL_FILE)
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "method": self.name,
+        fields = {
             "collection": self.collection.name,
             "compress": self.compress,
             "config": self.config.to_dict(),
@@ -258,8 +258,8 @@ class GNNRanker:
             "pruning_summary": self.pruning_summary,
         }
         if self.model.engineered_features:
-            meta["engineered_columns"] = engineered_columns()
-        (path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+            fields["engineered_columns"] = engineered_columns()
+        SAVED.write(path, fields)
 
     @classmethod
     def load(cls, path: Path) -> GNNRanker:
@@ -272,31 +272,26 @@ class GNNRanker:
         if not meta_path.is_file() or not model_path.is_file():
             raise FileNotFoundError(f"{path}: no saved gnn model here (expected {META_FILE} and "
                                     f"{MODEL_FILE})")
-        meta = read_saved_json(meta_path)
-        retrain = retrain_command(cls.name, meta.get("collection"))
-        version = meta.get("format_version")
-        if version != FORMAT_VERSION:
-            raise SavedModelError(f"{meta_path}: a gnn model of format version {version!r}; this kit reads "
-                                  f"format {FORMAT_VERSION} only; retrain it: {retrain}")
-        missing = [name for name in GNNConfig.field_names() if name not in (meta.get("config") or {})]
-        if missing:  # the file records every setting it was trained with; today's defaults never fill in
-            raise SavedModelError(f"{meta_path}: config lacks the setting{'s' if len(missing) > 1 else ''} "
-                                  f"{', '.join(missing)}; retrain it: {retrain}")
-        try:
+        meta = SAVED.read(path)
+        meta.require("config", GNNConfig.field_names())
+
+        def rebuilt() -> GNNRanker:
             ranker = cls(GNNConfig(**meta["config"]))
             ranker.collection = get_collection(meta["collection"])
-        except (SettingError, TypeError, ValueError) as exc:  # a hand-edited or foreign file
-            raise SavedModelError(f"{meta_path}: {exc}; retrain it: {retrain}") from None
+            return ranker
+
+        ranker = meta.rebuild(rebuilt, SettingError)
         ranker.compress = bool(meta["compress"])
         ranker.pruning_summary = meta.get("pruning_summary")
         ranker.plan = kind_plan(ranker.collection.task, ranker.config)
         ranker.model = ranker._build(ranker.collection)
         if ranker.model.engineered_features:
-            _check_engineered_columns(meta.get("engineered_columns"), meta_path, retrain)
-        try:  # a truncated file, or the weights of another network
-            ranker.model.load_state_dict(torch.load(model_path, map_location="cpu", weights_only=True))
-        except Exception as exc:  # torch raises RuntimeError, EOFError or pickle's errors here
-            raise unreadable_model_file(model_path, "torch", exc) from None
+            _check_engineered_columns(meta)
+        # a truncated file, or the weights of another network: torch raises RuntimeError, EOFError or
+        # pickle's errors here
+        state = meta.weights(model_path, "torch", lambda: torch.load(model_path, map_location="cpu",
+                                                                     weights_only=True), Exception)
+        meta.weights(model_path, "torch", lambda: ranker.model.load_state_dict(state), Exception)
         ranker.model.eval()
         return ranker
 
@@ -317,7 +312,7 @@ class GNNRanker:
 
     def set_device(self, device: str) -> None:
         """Predict on ``device`` from now on (after ``load``, which reads onto the CPU)."""
-        self.device = resolve_device(device)
+        self.device = torch_device(device)
         if self.model is not None:
             self.model.to(self.device)
 
@@ -393,16 +388,16 @@ def engineered_columns() -> dict:
     return {"version": FEATURE_VERSION, "names": layout_feature_names()}
 
 
-def _check_engineered_columns(saved: object, meta_path: Path, retrain: str) -> None:
+def _check_engineered_columns(meta: SavedMeta) -> None:
     """SavedModelError unless the model's engineered features are the ones this kit computes."""
-    now = engineered_columns()
+    saved, now = meta.get("engineered_columns"), engineered_columns()
     if saved == now:
         return
     version = saved.get("version") if isinstance(saved, dict) else None
     columns = "the same columns" if isinstance(saved, dict) and saved.get("names") == now["names"] else \
         "other columns"
-    raise SavedModelError(f"{meta_path}: trained on engineered layout features of version {version!r} "
-                          f"({columns}); this kit computes version {now['version']}; retrain it: {retrain}")
+    raise meta.refusal(f"trained on engineered layout features of version {version!r} ({columns}); this "
+                       f"kit computes version {now['version']}")
 
 
 def _pruning_summary(examples: list) -> dict | None:

@@ -53,31 +53,35 @@ class GNNConfig:
     """Settings of the GNN method (see the module docstring); every field is checked when one is made."""
 
     # the network (both kinds)
-    hidden: int = setting(32, "width of every node state", low=1)
-    layers: int = setting(3, "message-passing layers", low=1)
-    dropout: float = setting(0.0, "dropout between message-passing layers", low=0, high=1, high_open=True)
+    hidden: int = setting(32, "width of every node state", low=1, search=(16, 128), scale="log")
+    layers: int = setting(3, "message-passing layers", low=1, search=(1, 5))
+    dropout: float = setting(0.0, "dropout between message-passing layers", low=0, high=1, high_open=True,
+                              search=(0.0, 0.5))
     # the layout network
     fusion: str = setting("intermediate", "layout: configs join before message passing (early) or after it "
                           "(intermediate; model.py)", choices=FUSIONS)
     config_layers: int = setting(1, "layout, intermediate fusion: layers mixing linked configurable nodes' "
-                                 "rows", low=0)
-    config_attention: bool = setting(True, "layout: configs of a graph attend to each other before the head")
+                                 "rows", low=0, search=(0, 3))
+    config_attention: bool = setting(True, "layout: configs of a graph attend to each other before the head",
+                                    search_choices=(True, False))
     row_features: bool = setting(True, "layout: looked-up slot sizes and 'differs from the usual row' "
                                  "(model.py)")
     engineered_features: bool = setting(True, "layout: also read each config's engineered layout features "
                                         "(the gbdt's) as z-scores within its graph (model.py)")
     heuristic_prior: float = setting(0.0, "layout, with engineered_features: add this times the config's "
                                      "heuristic_log_cost z-score to its score, so the network learns what "
-                                     "to change in the heuristic's order (0: off; model.py)", low=0)
+                                     "to change in the heuristic's order (0: off; model.py)", low=0,
+                                     search=(0.0, 6.0))
     # training (both kinds)
     lr: float = setting(5e-3, "AdamW learning rate, cosine decay to lr / 10 over the planned steps (0: no "
-                        "update, for tests)", low=0)
-    weight_decay: float = setting(1e-4, "AdamW weight decay", low=0)
-    margin: float = setting(0.1, "margin of the pairwise hinge loss, in score units (train.py)", low=0)
+                        "update, for tests)", low=0, search=(1e-3, 2e-2), scale="log")
+    weight_decay: float = setting(1e-4, "AdamW weight decay", low=0, search=(1e-6, 1e-2), scale="log")
+    margin: float = setting(0.1, "margin of the pairwise hinge loss, in score units (train.py)", low=0,
+                            search=(0.01, 1.0), scale="log")
     eval_every: int = setting(2, "epochs between validation scores", low=1)
     average_epochs: float = setting(0.0, "select and keep an exponential moving average of the weights over "
                                     "about this many epochs instead of the weights themselves (0: off; "
-                                    "train.py)", low=0)
+                                    "train.py)", low=0, search=(0.0, 30.0))
     patience: int | None = setting(None, "stop after this many evaluations without improvement (none: never)",
                                    low=1)
     # layout training: one graph per step
