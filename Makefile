@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-solutions
 TEST_STAMP := $(VENV)/.installed-dev
 DEMO_DIR ?= data/demo
 
-.PHONY: help install install-dev demo test check coverage lint bench bench-real accel clean
+.PHONY: help install install-dev demo test check coverage lint bench bench-real accel clean timings
 
 help:
 	@echo "make demo   create .venv, install the kit and its reference solutions, build the small embedded competition, solve, validate and score it"
@@ -16,6 +16,7 @@ help:
 	@echo "make check  lint plus the tests that train no model and start no server or browser: the edit loop"
 	@echo "make coverage  every test, with the line coverage of competition/, solutions/ and leaderboard/"
 	@echo "make bench  run the benchmarks and print their figures"
+	@echo "make timings  time make demo, make test and make check from fresh clones of HEAD (ROUNDS=3), with CPU time and load"
 	@echo "make bench-real  how every method ranks real TpuGraphs graphs (transfer from the embedded competition, within-graph, across real programs), how additive real and embedded runtimes are, and which settings each method charges"
 	@echo "make bench-peers  the official TpuGraphs baselines (TensorFlow + TF-GNN, in their own .venv-peers) beside the kit's methods on the same small competitions and real graphs, scored by the kit"
 	@echo "make accel  optional: compile torch-scatter for the torch in .venv (cached; docs/install.md, "torch-scatter")"
@@ -100,7 +101,8 @@ bench-real: $(TEST_STAMP)
 # Beside the official baselines: the upstream TpuGraphs programs (../shared/peers/tpu_graphs, TensorFlow +
 # TF-GNN in their own .venv-peers, built on first use from benchmarks/peers-requirements.txt) and the kit's
 # methods on the same small competitions and real graphs, scored by the kit; BENCHMARKS.md, "Beside the
-# official baselines". Options through BENCH_PEERS_ARGS, e.g. BENCH_PEERS_ARGS="--peer-epochs tile=10,layout=3".
+# official baselines". The upstream runs its README's recipe (layout --epochs 10 --max_configs 1000), every
+# method 3 seeds; options through BENCH_PEERS_ARGS, e.g. BENCH_PEERS_ARGS="--recipe defaults --run-seeds 0,1,2,3".
 .PHONY: bench-peers
 BENCH_PEERS_ARGS ?=
 bench-peers: $(TEST_STAMP)
@@ -109,7 +111,7 @@ bench-peers: $(TEST_STAMP)
 # Optional: torch-scatter compiled from source against the torch in $(VENV) (PyPI has no wheel for current
 # torch). The wheel is cached under the pip cache, keyed by torch, Python and torch-scatter versions, so a
 # second build only installs. Without a compiler, or when the build fails, it says so, exits non-zero and
-# installs nothing: the kit keeps working on torch's own scatter ops (solutions/accel.py).
+# installs nothing: the kit keeps working on torch's own scatter ops (solutions/compute/accel.py).
 TORCH_SCATTER_VERSION ?= 2.1.2
 accel: $(STAMP)
 	$(BIN)/python scripts/build_accel.py --version $(TORCH_SCATTER_VERSION)
@@ -117,8 +119,17 @@ accel: $(STAMP)
 clean:
 	rm -rf $(VENV) data/demo .pytest_cache .ruff_cache .coverage
 
-# Execute the five notebooks in place on the small embedded competition (reusing data/demo when `make demo`
-# built it), so that they are committed with their outputs; `make test` checks they are not stale.
+# Execute the notebooks (the five starter notebooks and the hosts' one) in place on the small embedded
+# competition (reusing data/demo when `make demo` built it), so that they are committed with their outputs,
+# then each once more on the tiny one to record its figures; `make test` checks they are not stale.
 .PHONY: notebooks
 notebooks: $(VENV)/.installed-notebooks
 	$(BIN)/python notebooks/execute.py
+
+# The README's commands timed as a new user meets them: ROUNDS fresh clones of HEAD, each running make demo,
+# make test and make check, with wall time, CPU time and the machine's load (BENCHMARKS.md, "Timings").
+# Needs nothing but python3, git and make: it builds each clone's .venv itself.
+ROUNDS ?= 3
+.PHONY: timings
+timings:
+	$(PYTHON) -m benchmarks.timings --rounds $(ROUNDS)

@@ -15,7 +15,7 @@ works only with the torch it was compiled against. So this script:
    it loads and agrees with torch's own ops on a small scatter.
 
 Every step prints what it did. Without a compiler, or when the build fails, it says so and exits
-non-zero without installing anything: the kit keeps running on torch's own ops (``solutions.accel``).
+non-zero without installing anything: the kit keeps running on torch's own ops (``solutions.compute.accel``).
 
 usage: python scripts/build_accel.py [--version 2.1.2] [--cache DIR] [--source SDIST] [--rebuild] [--dry-run]
 Run it with the interpreter of the environment to install into (``make accel`` uses ``.venv``).
@@ -37,7 +37,7 @@ from pathlib import Path
 
 DEFAULT_VERSION = "2.1.2"
 EXIT_NO_TORCH, EXIT_NO_COMPILER, EXIT_BUILD_FAILED, EXIT_CHECK_FAILED = 3, 4, 5, 6
-FALLBACK_NOTE = ("the kit keeps working without it: solutions.accel uses torch's own scatter ops "
+FALLBACK_NOTE = ("the kit keeps working without it: solutions.compute.accel uses torch's own scatter ops "
                  "(same results)")
 
 # Run in a fresh interpreter after installing: the extension must load and agree with torch.
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"torch-scatter was installed but does not load with torch {torch_info['torch']}; remove it with "
             f"`{sys.executable} -m pip uninstall torch-scatter` and rebuild with --rebuild")
         return EXIT_CHECK_FAILED
-    say(f"installed torch-scatter {have}: solutions.accel now uses it (uninstall with "
+    say(f"installed torch-scatter {have}: solutions.compute.accel now uses it (uninstall with "
         f"`{sys.executable} -m pip uninstall torch-scatter` to go back to torch's own ops)")
     return 0
 

@@ -9,16 +9,12 @@
 
 The import paths that 1.0's notebooks and docs showed (``solutions.runner``, ``solutions.method``,
 ``solutions.gbdt``, ...) keep working through 1.x: ``PATHS_1_0`` maps each to the module that now holds
-it, and importing the old name gives that same module object.
+it, and importing the old name gives that same module object (``competition.moved``).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.machinery
-import sys
-import types
+from competition.moved import keep_paths
 
 #: 1.0 import path -> the module that holds it now (a package's submodules follow their package), or the
 #: modules whose names it held together (``solutions.method``).
@@ -32,43 +28,4 @@ PATHS_1_0: dict[str, str | tuple[str, ...]] = {
     "solutions.gnn": "solutions.methods.gnn",
 }
 
-
-def _current_names(name: str) -> tuple[str, ...] | None:
-    for old, new in PATHS_1_0.items():
-        if name == old:
-            return new if isinstance(new, tuple) else (new,)
-        if name.startswith(old + ".") and isinstance(new, str):
-            return (new + name[len(old):],)
-    return None
-
-
-class _SameModule(importlib.abc.Loader):
-    """Loads a 1.0 path as the module that holds it now (``sys.modules`` then names one object twice), or,
-    for a path whose names now live in several modules, as a module holding those same objects."""
-
-    def __init__(self, current: tuple[str, ...]) -> None:
-        self.current = current
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
-        return None  # a placeholder, filled (or replaced) by exec_module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        holders = [importlib.import_module(name) for name in self.current]
-        if len(holders) == 1:
-            sys.modules[module.__name__] = holders[0]
-            return
-        for holder in holders:
-            module.__dict__.update({key: value for key, value in vars(holder).items()
-                                    if not key.startswith("__")})
-
-
-class _Paths10Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):  # noqa: ANN001 - the import system's signature
-        current = _current_names(fullname)
-        if current is None:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, _SameModule(current))
-
-
-if not any(isinstance(finder, _Paths10Finder) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _Paths10Finder())
+keep_paths(PATHS_1_0)

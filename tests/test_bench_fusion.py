@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from benchmarks import bench_fusion  # noqa: E402
 from benchmarks.realscale import xla_layout_graph  # noqa: E402
-from solutions.gnn.data import layout_example  # noqa: E402
+from solutions.methods.gnn.data import layout_example  # noqa: E402
 from solutions.pruning import OneHop  # noqa: E402
 
 

@@ -358,7 +358,7 @@ def test_split_source_reads_layout_graphs_through_the_cache(tiny_competition, tm
 def test_the_real_layout_graph_reads_the_same_through_the_cache(tmp_path):
     """The real proto, featurized, saved as a released npz and cached: the methods' inputs are the same."""
     from competition.data.protos.featurize import featurize_file
-    from solutions.features.engineered import FeatureSettings, config_features
+    from solutions.kinds.features import FeatureSettings, config_features
     from solutions.kinds.layout import layout_cost
 
     [(_, graph)] = featurize_file(LAYOUT_PROTO)

@@ -25,7 +25,8 @@ from real_protos import LAYOUT_PROTO, needs_realdata
 
 from competition.cli import main
 from competition.collections import COLLECTION_BY_NAME
-from competition.data.download import (
+from competition.data.graphs import LayoutGraph, TileGraph, load_graph, save_graph
+from competition.data.remote.download import (
     DownloadError,
     Part,
     _unsafe_reason,
@@ -35,7 +36,6 @@ from competition.data.download import (
     read_sha256_manifest,
     select_parts,
 )
-from competition.data.graphs import LayoutGraph, TileGraph, load_graph, save_graph
 from competition.data.tree import find_npz_root, split_dir
 
 TILE = COLLECTION_BY_NAME["tile:xla"]
@@ -546,7 +546,7 @@ def test_download_with_pb_then_featurize_the_real_proto(fake_kaggle, tmp_path, c
 
 
 def test_credential_sources(monkeypatch, tmp_path):
-    from competition.data.kaggle_api import credential_sources
+    from competition.data.remote.kaggle_api import credential_sources
 
     for name in ("KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -639,7 +639,7 @@ def test_submit_kaggle_usage_errors(tmp_path, capsys, argv, message):
 def test_the_kaggle_extra_and_the_install_hint_name_the_same_requirements():
     import tomllib
 
-    from competition.data.kaggle_api import INSTALL_HINT, KAGGLE_REQUIREMENTS
+    from competition.data.remote.kaggle_api import INSTALL_HINT, KAGGLE_REQUIREMENTS
 
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                               .read_text(encoding="utf-8"))

@@ -23,18 +23,18 @@ from competition.metrics import kendall_tau_score, tile_slowdown_score
 from competition.predictions import ranking_from_predictions
 from competition.tasks import LAYOUT as LAYOUT_TASK
 from competition.tasks import TILE as TILE_TASK
-from solutions.features.engineered import (
+from solutions.features.graph_facts import graph_feature_names
+from solutions.features.layout import layout_feature_names, layout_features
+from solutions.features.layout_geometry import layout_context, tied_groups
+from solutions.features.tile import tile_feature_names
+from solutions.kinds import kind_of
+from solutions.kinds.features import (
     FEATURE_VERSION,
     FeatureSettings,
     config_features,
     feature_names,
     standardized,
 )
-from solutions.features.graph_facts import graph_feature_names
-from solutions.features.layout import layout_feature_names, layout_features
-from solutions.features.layout_geometry import layout_context, tied_groups
-from solutions.features.tile import tile_feature_names
-from solutions.kinds import kind_of
 from solutions.methods.base import FitOptions, RankingMethod, SplitSource
 from solutions.methods.gbdt import GBDTRanker, pairwise
 from solutions.methods.gbdt.boosting import best_round, has_splittable_feature, official_metric
@@ -200,7 +200,7 @@ def test_layout_features_of_a_cached_graph_read_in_chunks_equal_the_loaded_ones(
     from competition.data.graphs import save_graph
     from competition.data.processed_cache import build_cache
     from solutions.features import shapes
-    from solutions.features.engineered import select_configs
+    from solutions.kinds.features import select_configs
 
     graph = make_layout_graph(np.random.default_rng(4), 40)
     save_graph(graph, tmp_path / "g.npz")

@@ -11,8 +11,8 @@ from test_gnn import FAST, LAYOUT, ONEHOP, layout_graph
 
 from competition.data.graphs import iter_split, save_graph
 from competition.data.processed_cache import build_cache
-from solutions.features.engineered import standardized
 from solutions.features.layout import layout_features
+from solutions.kinds.features import standardized
 from solutions.methods.base import FitOptions, SplitSource
 from solutions.methods.gnn import GNNRanker
 from solutions.methods.gnn.data import LayoutExample, make_example

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +31,7 @@ from solutions.store import model_store
 
 QUICK_GNN = {"layout_epochs": 1, "tile_epochs": 1, "hidden": 16, "layers": 2, "layout_valid_configs": 16}
 QUIET = FitOptions(progress=False)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class OracleMethod:
@@ -334,6 +339,7 @@ def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, c
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--method", "nope"], "unknown method 'nope'"),
+    (["--method", "gnm"], "unknown method 'gnm' (did you mean gnn?); choose one of"),
     (["--collection", "tile"], "invalid choice: 'tile'"),
     (["--predict-only"], "run without --predict-only first"),
     (["--param", "hidden"], "expected NAME=VALUE"),
@@ -584,3 +590,35 @@ def test_predict_only_refuses_a_model_of_an_older_rule_or_feature_version(tiny_c
     assert main(["solve", "--data", str(public(tiny_competition)), "--method", method, "--predict-only",
                  "--model-dir", str(models), "--out", str(tmp_path / "cli.csv"), "--collection", TWO[0],
                  "--collection", TWO[1]]) == 2
+
+
+@pytest.mark.parametrize(("sent", "status", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                       (signal.SIGTERM, 143, "terminated")])
+def test_a_stopped_solve_cleans_up_the_same_for_sigint_and_sigterm(tiny_competition, tmp_path, sent, status,
+                                                                   said):
+    """``kill`` (SIGTERM, what a scheduler or a container sends) leaves what Ctrl-C leaves: no staging
+    folder, no half-written submission, the models of the previous run as they were."""
+    out, models = tmp_path / "sub.csv", tmp_path / "sub.models"
+    # tile:xla trains in a moment and is staged; the layout collection is still training when the signal comes
+    argv = ["solve", "--data", str(public(tiny_competition)), "--method", "gnn", "--out", str(out),
+            "--collection", "tile:xla", "--collection", "layout:xla:random", "--quiet",
+            "--param", "layout_epochs=400"]
+    running = subprocess.Popen([sys.executable, "-c", "import sys; from competition.cli import main; "
+                                "sys.exit(main(sys.argv[1:]))", *argv], cwd=ROOT, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(models.glob(model_store.STAGING_PREFIX + "*")) and time.monotonic() < deadline:
+            assert running.poll() is None, running.stderr.read()
+            time.sleep(0.05)
+        assert list(models.glob(model_store.STAGING_PREFIX + "*")), "the run never staged its models"
+        time.sleep(0.5)  # well inside the layout collection's training
+        running.send_signal(sent)
+        _, stderr = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+    assert running.returncode == status, stderr
+    assert stderr.strip().splitlines()[-1] == said and "Traceback" not in stderr
+    assert not list(models.glob(model_store.STAGING_PREFIX + "*"))
+    assert not out.exists()

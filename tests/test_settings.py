@@ -46,7 +46,7 @@ BAD_PARAMS = [
     ("gnn", ["hiden=64"], "setting hiden: --method gnn has no such setting; did you mean hidden?"),
     ("gnn", ["training=gts"],
      "setting training=gts: unknown (did you mean gst?); training must be one of full, gst"),
-    ("gnn", ["loss=listmle"], "setting loss: --method gnn has no such setting; (tpugraphs solve"),
+    ("gnn", ["loss=listmle"], "setting loss: --method gnn has no such setting (tpugraphs solve"),
     ("gbdt", ["lr=0.1"], "setting lr: --method gbdt has no such setting; did you mean learning_rate? "
                          "(tpugraphs solve --method gbdt --list-params lists them)"),
     ("gnn", ["fusion=none"], "setting fusion=none: unknown; fusion must be one of early, intermediate"),

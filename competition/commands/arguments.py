@@ -2,7 +2,7 @@
 refuses a bad value with one line.
 
 Standard library only (the CLI's rule: building the parser imports nothing heavy). Used by the kit's
-commands and by the optional parts' commands (``solutions.rank_command``).
+commands and by the optional parts' commands (``solutions.rank.command``).
 """
 
 from __future__ import annotations

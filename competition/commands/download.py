@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from competition.collections import COLLECTION_BY_NAME
-    from competition.data.download import (
+    from competition.data.remote.download import (
         DEFAULT_MIRROR_URL,
         MIRROR_HAS_NO_PROTOS,
         DownloadError,

@@ -1,8 +1,9 @@
 """``tpugraphs submit SUB.csv``: send a submission to a leaderboard server of the kit, or to Kaggle.
 
 Both destinations validate with the kit's validator first where they can. The server upload uses
-``competition.data.leaderboard_client`` (standard library only); ``--kaggle`` uses
-``competition.data.kaggle_api`` and needs no part of the leaderboard. Standard library only at import time.
+``competition.data.remote.leaderboard_client`` (standard library only); ``--kaggle`` uses
+``competition.data.remote.kaggle_api`` and needs no part of the leaderboard. Standard library only at
+import time.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _submit_to_server(args: argparse.Namespace) -> int:
-    from competition.data.leaderboard_client import (
+    from competition.data.remote.leaderboard_client import (
         ServerRefused,
         ServerUnreachable,
         format_answer,
@@ -111,7 +112,7 @@ def _submit_to_server(args: argparse.Namespace) -> int:
 def _submit_kaggle(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from competition.data.kaggle_api import KaggleError, check_submission, submit
+    from competition.data.remote.kaggle_api import KaggleError, check_submission, submit
     from competition.errors import DataFormatError, UsageError
 
     if args.server or args.token:

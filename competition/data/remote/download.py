@@ -7,7 +7,7 @@ Two sources:
   ``npz/<subpath>/<split>/``. Downloads go to ``OUT/.downloads/<name>.part`` and resume with an HTTP
   Range request when rerun; a finished file is checked against Content-Length, listed as a tar (which
   catches truncation and corruption) and renamed to ``<name>``.
-- ``kaggle``: the competition zip through the ``kaggle`` package (see ``competition.data.kaggle_api``),
+- ``kaggle``: the competition zip through the ``kaggle`` package (see ``competition.data.remote.kaggle_api``),
   checked with ``ZipFile.testzip``. Only the asked-for folders are unpacked, plus its top-level files
   (``sample_submission.csv``). With ``with_pb`` the raw protos of the same collections and splits are
   unpacked too, into ``OUT/pb/<task>/<source>[/<search>]/<split>/`` (the npz tree's shape), for
@@ -427,7 +427,7 @@ def download_kaggle(
     ``parts`` are npz parts (``select_parts``); ``with_pb`` adds their raw protos (``Part.as_pb``), unpacked
     into ``out/pb/<subpath>/<split>/``. The zip is fetched only when some asked-for folder is missing.
     """
-    from competition.data.kaggle_api import KaggleError, download_competition_zip
+    from competition.data.remote.kaggle_api import KaggleError, download_competition_zip
 
     out.mkdir(parents=True, exist_ok=True)
     wanted = list(dict.fromkeys([*parts, *(part.as_pb() for part in parts if with_pb)]))
