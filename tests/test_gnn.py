@@ -376,20 +376,16 @@ def test_the_moving_average_follows_its_rule_step_by_step(monkeypatch, average_e
     from solutions.methods.gnn import train as train_module
 
     steps: list[dict] = []
-    real_average = train_module._moving_average
+    real_update = train_module.ParameterUpdate.update_average
 
-    def recording_average(model, epochs, steps_per_epoch):
-        averaged = real_average(model, epochs, steps_per_epoch)
-        update = averaged.update_parameters
+    def update_and_record(self):
+        # the weights the average moves toward (its module's names are the model's)
+        names = [k for k, _ in self.averaged.module.named_parameters()]
+        weights = zip(names, self.parameters.params, strict=True)
+        steps.append({k: p.detach().double().clone() for k, p in weights})
+        real_update(self)
 
-        def update_and_record(current):
-            steps.append({k: v.detach().double().clone() for k, v in current.named_parameters()})
-            update(current)
-
-        averaged.update_parameters = update_and_record
-        return averaged
-
-    monkeypatch.setattr(train_module, "_moving_average", recording_average)
+    monkeypatch.setattr(train_module.ParameterUpdate, "update_average", update_and_record)
     config = GNNConfig(layout_epochs=4, layout_min_epoch_steps=2, lr=0.05, average_epochs=average_epochs)
     result = train(_small_model(), hand_made_layout_examples(1), [], config, seed=0,
                    device=torch.device("cpu"), progress=False)
@@ -688,6 +684,153 @@ def test_pruning_names_are_documented():
     from solutions.solve import command as commands
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    listed = commands.help_lists()  # solve --help's list, from the pruning registry
     for spelling in pruning_names():
-        assert spelling in commands.EPILOG, spelling
+        assert spelling in listed, spelling
         assert f"`{spelling}`" in readme, spelling
+
+
+# --------------------------------------------------------------------------------------------------
+# The lean layers and the flat update give the 1.0 numbers (issue 68: speed without a score change)
+
+
+@pytest.mark.parametrize("shape", [(40, 16), (5, 40, 16), (2, 3, 40, 16)])
+@pytest.mark.parametrize("root_weight", [True, False])
+def test_mean_sage_is_pyg_sage_conv_to_the_bit(shape, root_weight):
+    """The same initial weights from a seed, the same state_dict keys (1.0 models load), and the same
+    bytes forward and backward, on one graph and on a batch of configs of it."""
+    from torch_geometric.nn import SAGEConv
+
+    from solutions.methods.gnn.model import MeanSAGE
+
+    torch.manual_seed(7)
+    pyg = SAGEConv(16, 16, aggr="mean", root_weight=root_weight)
+    torch.manual_seed(7)
+    lean = MeanSAGE(16, root_weight=root_weight)
+    assert list(pyg.state_dict()) == list(lean.state_dict())
+    pairs = zip(pyg.state_dict().values(), lean.state_dict().values(), strict=True)
+    assert all(torch.equal(a, b) for a, b in pairs)
+    generator = torch.Generator().manual_seed(1)
+    edges = torch.randint(0, 40, (2, 90), generator=generator)
+    edges[:, :6] = 3  # repeated edges and a node with many in-neighbours; others have none
+    x = torch.randn(*shape, generator=generator)
+    outputs, grads = [], []
+    for layer, call in ((pyg, lambda v: pyg(v, edges)), (lean, lambda v: lean(v, edges[0], edges[1]))):
+        layer.zero_grad()
+        v = x.clone().requires_grad_()
+        out = call(v)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        outputs.append(out)
+        grads.append([v.grad, *(p.grad for p in layer.parameters())])
+    assert torch.equal(outputs[0], outputs[1])
+    assert all(torch.equal(a, b) for a, b in zip(*grads, strict=True))
+
+
+def test_a_state_dict_saved_with_pyg_layers_loads_into_the_lean_model():
+    from benchmarks.bench_gnn_speed import with_pyg_layers
+
+    torch.manual_seed(0)
+    model = LayoutRanker.from_settings(GNNConfig())
+    saved = with_pyg_layers(model).state_dict()  # built with SAGEConv, as 1.0 did
+    fresh = LayoutRanker.from_settings(GNNConfig())
+    fresh.load_state_dict(saved)  # strict: every key the same
+    assert all(torch.equal(fresh.state_dict()[k], v) for k, v in saved.items())
+
+
+def test_the_gnn_model_and_ranker_import_no_torch_geometric():
+    import subprocess
+    import sys
+
+    code = ("import sys; from solutions.methods.gnn.ranker import GNNRanker; "
+            "print(sorted(m for m in sys.modules if m.startswith('torch_geometric'))[:3])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def _reference_steps(model, losses, config, steps_per_epoch):
+    """The 1.0 update: AdamW over the parameter tensors, clip_grad_norm_, AveragedModel."""
+    from solutions.methods.gnn import train as train_module
+
+    averaged = train_module._moving_average(model, config.average_epochs, steps_per_epoch)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: train_module._cosine(s, len(losses)))
+    for loss in losses:
+        optimizer.zero_grad(set_to_none=True)
+        loss(model).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        if averaged is not None:
+            averaged.update_parameters(model)
+    return model, averaged
+
+
+@pytest.mark.parametrize("flat", [True, False])
+@pytest.mark.parametrize("average_epochs, scale", [
+    (0.0, 1.0),     # gradients mostly under the clipping norm
+    (0.0, 1e3),     # every step clipped
+    (2.0, 1e3),     # clipped, with the moving average
+])
+def test_the_flat_update_gives_the_per_tensor_update_to_the_bit(average_epochs, scale, flat):
+    from solutions.methods.gnn.train import ParameterUpdate
+
+    config = GNNConfig(hidden=8, layers=1, lr=0.05, average_epochs=average_epochs)
+    examples = hand_made_layout_examples(2)
+    generator = torch.Generator().manual_seed(3)
+    indices = [torch.randperm(examples[i % 2].num_configs, generator=generator)[:6] for i in range(9)]
+
+    def loss_of(example, index):
+        def loss(model):
+            scores = model(example.inputs, example.configs.digits(index),
+                           engineered=example.engineered_rows(index))
+            return scale * pairwise_hinge_loss(scores, example.runtime[index])
+        return loss
+
+    losses = [loss_of(examples[i % 2], index) for i, index in enumerate(indices)]
+    torch.manual_seed(0)
+    model = LayoutRanker.from_settings(config)
+    reference, reference_average = _reference_steps(_copy_model(model), losses, config, steps_per_epoch=2)
+    update = ParameterUpdate(model, config, total_steps=len(losses), steps_per_epoch=2, flat=flat)
+    for loss in losses:
+        update.zero_grad()
+        loss(model).backward()
+        update.step()
+    update.close()
+    assert _weights_apart(reference.state_dict(), model.state_dict()) == 0.0
+    if average_epochs:
+        averages = reference_average.module.state_dict(), update.averaged.module.state_dict()
+        assert _weights_apart(*averages) == 0.0
+    # closed: a storage per parameter again, and the flat gradient let go
+    assert len({p.untyped_storage().data_ptr() for p in model.parameters()}) == len(list(model.parameters()))
+    assert all(p.grad is None for p in model.parameters()) or not flat
+
+
+def _copy_model(model):
+    import copy
+
+    copied = copy.deepcopy(model)
+    copied.task = model.task
+    return copied
+
+
+def test_flat_parameters_refuse_mixed_dtypes():
+    from solutions.methods.gnn.train import FlatParameters
+
+    module = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2).double())
+    with pytest.raises(ValueError, match="one dtype and device"):
+        FlatParameters(module)
+
+
+def test_a_graph_without_configurable_nodes_keeps_the_update_tensor_by_tensor():
+    """Its steps leave the config rows' layers without a gradient, which AdamW must skip (1.0 did)."""
+    from solutions.methods.gnn.train import _start
+
+    examples = hand_made_layout_examples(2)
+    config = GNNConfig(hidden=8, layers=1)
+    cpu = torch.device("cpu")
+    flat, _ = _start(LayoutRanker.from_settings(config), examples, [], config, 0, cpu, True, None)
+    assert flat.update.parameters is not None
+    no_rows = torch.zeros(0, dtype=torch.long)
+    bare = replace(examples[0], inputs=replace(examples[0].inputs, config_node_ids=no_rows))
+    run, _ = _start(LayoutRanker.from_settings(config), [bare, examples[1]], [], config, 0, cpu, True, None)
+    assert run.update.parameters is None

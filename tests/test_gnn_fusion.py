@@ -158,12 +158,8 @@ def test_tile_geometry_columns_follow_the_deduplicated_configs():
 
     from solutions.features.log_scale import scale_tile_config_features
     from solutions.features.tile import tile_features
-    from solutions.methods.gnn.data import (
-        TILE_GEOMETRY_COLUMNS,
-        config_vector_width,
-        config_vectors,
-        tile_example,
-    )
+    from solutions.kinds.tile import TILE_GEOMETRY_COLUMNS
+    from solutions.methods.gnn.data import config_vector_width, config_vectors, tile_example
 
     graph = tile_graph(num_configs=9)
     graph.config_feat[4] = graph.config_feat[2]  # a duplicate: merged by compress

@@ -468,7 +468,7 @@ def test_predict_only_refuses_a_folder_mixing_runs_before_any_work(tiny_competit
     (lambda models: shutil.rmtree(models / "tile_xla"),
      r"tile:xla: .*tile_xla is missing or has no run stamp"),
     (lambda models: (models / "solve.json").write_text(json.dumps({"method": "oracle", "collections": TWO})),
-     r"written by an older kit that did not record which run wrote each model"),
+     r"a manifest of format None, this kit reads format 2 only \(which run wrote each model is not known"),
     (lambda models: (models / "solve.json").write_text("{not json"), r"solve.json: unreadable"),
 ])
 def test_predict_only_names_what_is_wrong_with_the_folder(tiny_competition, tmp_path, extra_methods,

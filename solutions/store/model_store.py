@@ -31,7 +31,7 @@ from pathlib import Path
 MANIFEST = "solve.json"
 STAMP = "run.json"
 STAGING_PREFIX = ".staging-"
-FORMAT = 2  # 1: the manifest listed collection names only, with no run ids or stamps
+FORMAT = 2  # the manifest's format: a manifest of another is refused, naming the command that remakes it
 
 
 class ModelStoreError(Exception):
@@ -128,9 +128,9 @@ def check_saved_run(model_dir: Path, method: str, collection_names: Iterable[str
                               f"or another --model-dir")
     entries = record.get("collections")
     if record.get("format") != FORMAT or not isinstance(entries, dict):
-        raise ModelStoreError(f"{manifest_path} was written by an older kit that did not record "
-                              "which run wrote each model, so a mix of runs cannot be ruled out; retrain "
-                              f"(run without --predict-only)")
+        raise ModelStoreError(f"{manifest_path}: a manifest of format {record.get('format')!r}, this kit "
+                              f"reads format {FORMAT} only (which run wrote each model is not known, so a "
+                              "mix of runs cannot be ruled out); retrain (run without --predict-only)")
     problems = []
     folders = {}
     for name in collection_names:

@@ -67,7 +67,6 @@ class GBDTRanker:
     """LightGBM ranker on engineered features, one per collection (see the module docstring)."""
 
     name = "gbdt"
-    settings = SETTINGS  # the settings and where each collection starts from (solutions.settings.schema)
     learned = True
 
     def __init__(self, settings: GBDTSettings | None = None, **overrides: Any) -> None:

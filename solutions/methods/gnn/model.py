@@ -47,14 +47,15 @@ Scores are runtime-like: lower = faster. Only their order within a graph matters
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
-from torch_geometric.nn import SAGEConv
 
 from competition.data.compact import LAYOUT_SLOTS
 from competition.data.graphs import MAX_OPCODE
 from competition.tasks import LAYOUT, NODE_FEAT_DIM, TILE, TILE_CONFIG_DIM, Task
-from solutions.compute.accel import segment
+from solutions.compute.accel import scatter_mean, segment
 from solutions.features.layout import layout_feature_names
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.methods.gnn.config_store import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW
@@ -95,6 +96,57 @@ class NodeEncoder(nn.Module):
         return self.mlp(torch.cat([node_feat, self.opcode(node_opcode)], dim=-1))
 
 
+class _SAGELinear(nn.Linear):
+    """``nn.Linear`` initialised as PyTorch Geometric's ``Linear`` (kaiming-uniform over the inputs,
+    ``a = sqrt(5)``, then a uniform bias): the same draws, so a seed builds the same weights."""
+
+    def reset_parameters(self) -> None:
+        bound = math.sqrt(6 / ((1 + math.sqrt(5) ** 2) * self.in_features))
+        self.weight.data.uniform_(-bound, bound)
+        if self.bias is not None:
+            bias_bound = 1.0 / math.sqrt(self.in_features)
+            self.bias.data.uniform_(-bias_bound, bias_bound)
+
+
+class MeanSAGE(nn.Module):
+    """GraphSAGE with a mean over in-neighbours: ``lin_l(mean_{j -> i} x_j) + lin_r(x_i)``.
+
+    What ``torch_geometric.nn.SAGEConv(h, h, aggr="mean")`` computes, with the same parameters
+    (``lin_l.weight``, ``lin_l.bias``, ``lin_r.weight``: models saved with ``SAGEConv`` load), the same
+    initial draws and the same arithmetic in the same order (gather the sources, add them up per target
+    in edge order, divide by the in-degree clamped at 1, then the two linear maps), so it gives the same
+    bytes forward and backward (``tests/test_gnn.py``); it skips ``MessagePassing``'s generic
+    machinery, which cost more than the layer's arithmetic on pruned graphs, and PyTorch Geometric is
+    not imported. ``root_weight=False``: no ``lin_r`` term.
+
+    Shapes: x (..., n, h); source, target (m,) int64 node ids of the edges ``source -> target``
+    -> (..., n, h).
+    """
+
+    def __init__(self, hidden: int, *, root_weight: bool = True) -> None:
+        super().__init__()
+        self.lin_l = _SAGELinear(hidden, hidden)
+        self.lin_r = _SAGELinear(hidden, hidden, bias=False) if root_weight else None
+        self.reset_parameters()  # drawn again, as SAGEConv does after building its layers
+
+    def reset_parameters(self) -> None:
+        self.lin_l.reset_parameters()
+        if self.lin_r is not None:
+            self.lin_r.reset_parameters()
+
+    def forward(self, x: torch.Tensor, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 2:
+            mean = scatter_mean(x.index_select(0, source), target, dim=0, dim_size=x.shape[0])
+        else:  # (..., n, h): gather and sum along the first dimension, where torch's CPU kernels
+            # (forward and backward) copy whole rows, then back; every sum adds the same terms in
+            # the same order, so the values do not change.
+            nodes_first = x.movedim(-2, 0)
+            mean = scatter_mean(nodes_first.index_select(0, source), target, dim=0,
+                                dim_size=x.shape[-2]).movedim(0, -2).contiguous()
+        out = self.lin_l(mean)
+        return out if self.lin_r is None else out + self.lin_r(x)
+
+
 class BidirectionalSAGE(nn.Module):
     """One residual GraphSAGE layer over both edge directions.
 
@@ -109,15 +161,17 @@ class BidirectionalSAGE(nn.Module):
 
     def __init__(self, hidden: int, dropout: float = 0.0) -> None:
         super().__init__()
-        self.down = SAGEConv(hidden, hidden, aggr="mean")
-        self.up = SAGEConv(hidden, hidden, aggr="mean", root_weight=False)
+        self.down = MeanSAGE(hidden)
+        self.up = MeanSAGE(hidden, root_weight=False)
         self.norm = nn.LayerNorm(hidden)
         self.act = nn.GELU()
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        message = self.down(x, edge_index) + self.up(x, edge_index.flip(0))
-        return x + self.dropout(self.act(self.norm(message)))
+        producer, consumer = edge_index[0], edge_index[1]
+        message = self.act(self.norm(self.down(x, producer, consumer) + self.up(x, consumer, producer)))
+        # dropout 0 keeps every value (and draws no random number): no call, no copy
+        return x + (self.dropout(message) if self.dropout.p else message)
 
 
 def output_slot_features(node_feat: torch.Tensor, digits: torch.Tensor) -> torch.Tensor:

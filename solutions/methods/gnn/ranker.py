@@ -120,7 +120,6 @@ class GNNRanker:
     """
 
     name = "gnn"
-    settings = SETTINGS  # the settings and where each collection starts from (solutions.settings.schema)
 
     def __init__(self, config: GNNConfig | None = None, **params: object) -> None:
         """``config`` (the class defaults when None) with ``params`` on top, each checked by the schema

@@ -41,7 +41,7 @@ import copy
 import functools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +52,7 @@ from competition.progress import progress as progress_bar
 from competition.tasks import Task
 from solutions.compute import distributed
 from solutions.kinds import CONFIGS_PER_NODE, kind_of
+from solutions.methods.base import report_validation
 from solutions.methods.gnn.data import LayoutExample, TileExample, tile_batch
 from solutions.methods.gnn.gst import SegmentTraining, gst_layout_scores
 from solutions.methods.gnn.model import LayoutRanker, TileRanker, context_index
@@ -230,8 +231,7 @@ class _Run:
     dedup_rows: bool
     most: int  # the most training graphs any process holds
     steps_per_epoch: int
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
+    update: ParameterUpdate
     step: torch.nn.Module
     averaged: torch.optim.swa_utils.AveragedModel | None
     gst: SegmentTraining | None
@@ -293,6 +293,7 @@ def train(
                 mean_loss = distributed.all_sum([float(np.mean(losses))])[0] / world.size
                 result.history.append({"epoch": epoch, "loss": mean_loss, "valid": score,
                                        "seconds": round(time.perf_counter() - started, 3)})
+                report_validation(epoch, score)  # tpugraphs tune listens (the folds of a cv: nobody)
                 if score > result.best_score:
                     result.best_score, result.best_epoch, stale = score, epoch, 0
                     result.best_state = copy.deepcopy(judged.state_dict())
@@ -306,6 +307,7 @@ def train(
                 break
     finally:
         bar.close()
+        run.update.close()
         if run.gst is not None:
             result.gst = {"segments": run.gst.num_segments, "table_mb": round(run.gst.table_bytes / 2**20, 3),
                           "table": "memory" if table_dir is None else "cache directory"}
@@ -339,24 +341,165 @@ def _start(model: LayoutRanker | TileRanker, train_examples: Sequence, valid_exa
     graphs = max(most, math.ceil(plan.min_graphs_per_epoch / world.size))
     steps_per_epoch = math.ceil(graphs / plan.graphs_per_step)
     total_steps = plan.epochs * steps_per_epoch
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: _cosine(step, total_steps))
     gst = (SegmentTraining(config.segment_size, config.hidden, table_dir)
            if plan.segment_training and config.training == "gst" else None)
     # A GST segment without configurable nodes leaves the config parameters unused in its step:
     # DistributedDataParallel must then look for unused parameters (on every rank alike).
     config_free = gst is not None and distributed.all_max([float(gst.prepare(examples))])[0] > 0
+    # So does a layout graph without any; AdamW then skips those parameters, which the flat update
+    # cannot (every rank decides alike).
+    unused = config_free or distributed.all_max([float(any(map(_leaves_parameters_unused, examples)))])[0] > 0
+    update = ParameterUpdate(model, config, total_steps, steps_per_epoch, flat=not unused)
     # One module call per step, so that DistributedDataParallel sees the forward it must synchronise.
     step = distributed.data_parallel(_TrainingStep(model), find_unused_parameters=config_free)
-    return _Run(model, examples, config, plan, rng, device, dedup_rows, most, steps_per_epoch, optimizer,
-                scheduler, step, _moving_average(model, config.average_epochs, steps_per_epoch),
-                gst), valid_examples
+    return _Run(model, examples, config, plan, rng, device, dedup_rows, most, steps_per_epoch, update, step,
+                update.averaged, gst), valid_examples
 
 
 def _epoch(run: _Run, result: TrainResult, started: float, time_budget_s: float | None) -> list[float]:
     """One epoch's steps (``result.steps`` and ``result.stopped`` updated); each step's loss."""
     run.model.train()
     world = distributed.current()
+    step_function = run.plan.step if run.gst is None else functools.partial(_gst_step, run.gst)
+    losses = []
+    for chosen in epoch_steps(run):
+        loss = run.step(step_function, chosen, run.config, run.rng, run.device, run.dedup_rows)
+        run.update.zero_grad()
+        loss.backward()
+        run.update.step()
+        losses.append(float(loss.detach()))
+        result.steps += 1
+        if time_budget_s is not None and _out_of_time(started, time_budget_s, world.active):
+            result.stopped = "time budget"
+            break
+    return losses
+
+
+class FlatParameters:
+    """A module's trainable parameters as views of one flat tensor, their gradients as views of another.
+
+    Elementwise updates (AdamW, scaling the gradients when clipping, the moving average) then run as
+    one kernel over the flat tensor instead of one call per parameter tensor: at the defaults a
+    model has about 60 small tensors, and per-tensor calls cost more than their arithmetic. Every
+    element goes through the same arithmetic as before, so the weights come out the same.
+    Backward accumulates into the gradient views (``zero_grad`` clears them all in one call); a
+    parameter a step does not use gets a zero gradient instead of none. ``close`` gives each
+    parameter its own storage again, so a flattened module saves and moves as before.
+
+    Every trainable parameter must have the same dtype and device.
+    """
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.params = [p for p in module.parameters() if p.requires_grad]
+        kinds = {(p.dtype, p.device) for p in self.params}
+        if len(kinds) > 1:
+            raise ValueError(f"flat parameters need one dtype and device; the module has "
+                             f"{sorted(map(str, kinds))}")
+        with torch.no_grad():
+            self.flat = torch.nn.Parameter(torch.cat([p.detach().reshape(-1) for p in self.params]))
+        self.flat.grad = torch.zeros_like(self.flat)
+        offset = 0
+        for p in self.params:
+            size = p.numel()
+            p.data = self.flat.data[offset : offset + size].view_as(p)
+            p.grad = self.flat.grad[offset : offset + size].view_as(p)
+            offset += size
+        self.grads = [p.grad for p in self.params]  # the views, in the module's order
+
+    def zero_grad(self) -> None:
+        self.flat.grad.zero_()
+
+    def close(self) -> None:
+        """Each parameter in a storage of its own again (values kept), gradients dropped."""
+        for p in self.params:
+            p.data = p.data.clone()
+            p.grad = None
+
+
+class ParameterUpdate:
+    """What follows a step's backward: the gradients clipped to a total norm of ``max_norm``, an AdamW
+    step, the learning-rate schedule (cosine, ``_cosine``) and the moving average of the weights
+    (``averaged``, ``_moving_average``, with ``config.average_epochs``).
+
+    ``flat`` (the default): the same arithmetic as ``clip_grad_norm_``, ``torch.optim.AdamW`` and
+    ``AveragedModel.update_parameters`` over the parameter tensors (the total norm is still the norm of
+    the per-tensor norms; the rest is elementwise), run on the flat tensors of ``FlatParameters``: a
+    handful of calls per step instead of several per parameter tensor. It gives every parameter a
+    gradient each step, so where a step can leave parameters unused (AdamW skips those: no decay, no
+    momentum), ``flat=False`` runs those three over the tensors one by one.
+    """
+
+    def __init__(self, model: torch.nn.Module, config: GNNConfig, total_steps: int, steps_per_epoch: int, *,
+                 flat: bool = True, max_norm: float = 1.0) -> None:
+        self.model = model
+        self.averaged = _moving_average(model, config.average_epochs, steps_per_epoch)  # before flattening
+        self.decay = _ema_decay(config.average_epochs, steps_per_epoch)
+        self.parameters = FlatParameters(model) if flat else None
+        self.average = (FlatParameters(self.averaged.module) if flat and self.averaged is not None else None)
+        self.max_norm = max_norm
+        tensors = [self.parameters.flat] if self.parameters is not None else list(model.parameters())
+        self.optimizer = torch.optim.AdamW(tensors, lr=config.lr, weight_decay=config.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
+                                                           lambda step: _cosine(step, total_steps))
+
+    def zero_grad(self) -> None:
+        if self.parameters is None:
+            self.optimizer.zero_grad(set_to_none=True)
+        else:
+            self.parameters.zero_grad()
+
+    def clip(self) -> None:
+        if self.parameters is None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_norm)
+            return
+        total = torch.nn.utils.get_total_norm(self.parameters.grads, 2.0)
+        torch.nn.utils.clip_grads_with_norm_([self.parameters.flat], self.max_norm, total)
+
+    def optimise(self) -> None:
+        self.optimizer.step()
+        self.scheduler.step()
+
+    @torch.no_grad()
+    def update_average(self) -> None:
+        if self.averaged is None:
+            return
+        if self.average is None:
+            self.averaged.update_parameters(self.model)
+            return
+        if int(self.averaged.n_averaged) == 0:
+            self.average.flat.copy_(self.parameters.flat)
+        else:
+            self.average.flat.lerp_(self.parameters.flat, 1 - self.decay)
+        self.averaged.n_averaged += 1
+
+    def step(self) -> None:
+        """Clip, step, schedule, average: after ``loss.backward()``."""
+        self.clip()
+        self.optimise()
+        self.update_average()
+
+    def close(self) -> None:
+        """The model (and its average) back to a storage per parameter."""
+        for flattened in (self.parameters, self.average):
+            if flattened is not None:
+                flattened.close()
+
+
+def _leaves_parameters_unused(example: LayoutExample | TileExample) -> bool:
+    """Whether a step on ``example`` leaves some of the model's parameters without a gradient: a layout
+    graph without configurable nodes never reaches the config rows' layers."""
+    return isinstance(example, LayoutExample) and not example.inputs.config_node_ids.numel()
+
+
+def _ema_decay(epochs: float, steps_per_epoch: int) -> float:
+    """How much of the average each step keeps: an average over about ``epochs`` epochs."""
+    return 1.0 - 1.0 / max(1.0, epochs * steps_per_epoch)
+
+
+def epoch_steps(run: _Run) -> Iterator[list[tuple[int, LayoutExample | TileExample]]]:
+    """The graphs of each step of one epoch, ``(index, example)`` pairs, drawn from ``run.rng``: a random
+    order of the training graphs, made up to the most any process holds, and passed over again up to
+    the epoch's minimum of graph steps."""
     order = run.rng.permutation(len(run.examples))
     if len(order) < run.most:  # this rank's shard is short: repeat some of its graphs
         order = np.concatenate([order, run.rng.choice(len(run.examples), size=run.most - len(order))])
@@ -365,24 +508,8 @@ def _epoch(run: _Run, result: TrainResult, started: float, time_budget_s: float 
         while len(order) < graphs:
             order = np.concatenate([order, run.rng.permutation(len(run.examples))])
         order = order[:graphs]
-    step_function = run.plan.step if run.gst is None else functools.partial(_gst_step, run.gst)
-    losses = []
     for start in range(0, len(order), run.plan.graphs_per_step):
-        chosen = [(int(i), run.examples[int(i)]) for i in order[start : start + run.plan.graphs_per_step]]
-        loss = run.step(step_function, chosen, run.config, run.rng, run.device, run.dedup_rows)
-        run.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(run.model.parameters(), 1.0)
-        run.optimizer.step()
-        run.scheduler.step()
-        if run.averaged is not None:
-            run.averaged.update_parameters(run.model)
-        losses.append(float(loss.detach()))
-        result.steps += 1
-        if time_budget_s is not None and _out_of_time(started, time_budget_s, world.active):
-            result.stopped = "time budget"
-            break
-    return losses
+        yield [(int(i), run.examples[int(i)]) for i in order[start : start + run.plan.graphs_per_step]]
 
 
 def _moving_average(model: torch.nn.Module, epochs: float,
@@ -395,9 +522,8 @@ def _moving_average(model: torch.nn.Module, epochs: float,
     real check rewarded is that anchoring, not only the smoothing (docs/gnn.md, "Averaged weights")."""
     if epochs <= 0:
         return None
-    decay = 1.0 - 1.0 / max(1.0, epochs * steps_per_epoch)
     return torch.optim.swa_utils.AveragedModel(
-        model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(decay))
+        model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(_ema_decay(epochs, steps_per_epoch)))
 
 
 class _TrainingStep(torch.nn.Module):
