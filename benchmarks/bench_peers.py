@@ -9,20 +9,45 @@ kit's ``.venv`` is untouched) through ``benchmarks/peers_launch.py``, which limi
 benchmark's threads, times the upstream inference loop, and repairs the one upstream call that crashes
 at the pinned commit (its docstring says which and how).
 
+**The upstream's recipe** (``--recipe``): ``documented`` (the default) runs the commands of the
+upstream README, ``layout_train.py --epochs 10 --max_configs 1000`` for each layout collection and
+``tiles_train.py --model=EarlyJoinSAGE`` at its published flag defaults (100 epochs, 10 configs per
+kernel, batches of 10 kernels) for the tiles; ``defaults`` leaves every flag at its default (layout: 50
+epochs, every config kept). ``--peer-epochs`` changes the epochs only, and every table names the recipe,
+its flags and any epochs changed. Each peer's validation curve (its own sampled validation OPA after
+every epoch, and when each epoch ended) is kept and tabulated.
+
+**Several runs**: every method, the upstream included, runs once per ``--run-seeds`` seed (default
+0,1,2): the upstream seeded through the launcher (``PEERS_SEED``: the upstream sets no seed of its own),
+the kit's methods by ``tpugraphs solve --seed``. A cell's score is the mean of its runs, shown with the
+run-to-run spread (lowest and highest run, standard deviation) beside the 95 % interval over graphs
+of the run-averaged per-graph scores (``competition.stats``, ``tpugraphs report``'s default method).
+The gnn is read against the upstream per collection by both: the paired interval over graphs of gnn -
+upstream (``tpugraphs compare``'s) and the runs' spread (``verdict``).
+
 **The embedded ``small`` competition** (``tpugraphs synth``, one per ``--seeds`` seed, under ``--out``):
-each peer trains at its published default flags (``--peer-epochs`` lowers the epoch count and the table
-says so) on the released npz tree the competition reproduces. Its test partition holds the test graphs
-and, under a ``valid__`` prefix, the valid graphs, so the one trained model ranks both: its prediction
-CSV becomes a kit submission (the test rows) and a validation score (the valid rows, the kit's
-per-graph metric). The kit's random, heuristic, gbdt and gnn run at their defaults
-(``tpugraphs solve --seed SEED``). Every submission is scored by ``tpugraphs report`` (the hidden-test
-score with its 95 % bootstrap interval over graphs), and the gnn is compared with the upstream baseline
-by ``tpugraphs compare`` (the paired interval of gnn - upstream per collection).
+each peer trains on the released npz tree the competition reproduces. Its test partition holds the test
+graphs and, under a ``valid__`` prefix, the valid graphs, so the one trained model ranks both: the test
+rows are scored against the hidden labels, the valid rows give a validation score (the kit's per-graph
+metric). The kit's random, heuristic, gbdt and gnn run at their defaults. ``--scale tiny`` is refused
+with the upstream (``upstream_data_problem``: too few kernels for one tile batch, no layout graph of 16
+configs); it serves the kit's side (``--no-peers``).
+
+**The tiles, per kernel** (``tile_reading``): the tile metric reads the best of five picks and has no
+lower bound, so one kernel where the five picks are all slow can sink a mean. Per method: the median and
+mean over test kernels, the share of kernels scored above a random top 5's exact expectation
+(``random_tile_expectation``), and the mean by configs per kernel (< 40, 40-150, > 150).
+
+**Equal budgets** (``--equal-budget COLLECTIONS``): the gnn given the upstream's training time on each
+of these collections (its epochs raised, ``--time-budget`` ending the training), and the upstream
+stopped at the gnn's (from its curve's timestamps: the epochs it had finished by then).
 
 **The real graphs at hand** (``make bench-real``'s within-graph protocol, ``benchmarks.bench_real``):
 each labelled real graph's configs are split 60 / 20 / 20 into train / valid / test by the same seeded
 draws as ``bench_real``; the kit's methods (``tpugraphs solve``) and the peers train on the same train
 parts (valid for their selection) and rank the same test parts, written with their runtimes zeroed.
+There the upstream runs as many epochs as make it sample as many configs as the training part holds
+(``matched_epochs``; one layout epoch samples 16 configs of each training graph), every config kept.
 
 Measured per run, each in its own process: train and predict wall time and the process's peak resident
 memory (its ``VmHWM``, ``run_measured``). Train: the whole run less its prediction (for a peer:
@@ -52,7 +77,7 @@ from pathlib import Path
 
 import numpy as np
 
-from competition.collections import COLLECTIONS, Collection, parse_row_id
+from competition.collections import COLLECTION_BY_NAME, COLLECTIONS, Collection, parse_row_id
 from competition.data.tree import split_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -325,6 +350,87 @@ def build_small(seed: int, out: Path, *, scale: str = "small", say=print) -> Pat
     return folder
 
 
+# -- the upstream's recipes ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """The upstream flags a peer runs with, by task, and the name the tables give them."""
+
+    name: str
+    flags: dict[str, tuple[str, ...]]
+    source: str  # where the recipe is written down
+
+    def task_flags(self, task: str, epochs: int | None = None) -> list[str]:
+        """The flags of ``task``, ``--epochs`` replaced by ``epochs`` when given."""
+        kept = [f for f in self.flags[task] if not f.startswith("--epochs=")]
+        chosen = epochs if epochs is not None else self.epochs(task)
+        return [*kept, f"--epochs={chosen}"]
+
+    def epochs(self, task: str) -> int:
+        for flag in self.flags[task]:
+            if flag.startswith("--epochs="):
+                return int(flag.split("=", 1)[1])
+        return PUBLISHED_EPOCHS[task]
+
+
+RECIPES = {
+    # The upstream README's commands: `layout_train.py --source S --search T --epochs 10 --max_configs
+    # 1000` for each layout collection, `tiles_train.py --model=EarlyJoinSAGE` (its flag defaults:
+    # 100 epochs, 10 configs per kernel, batches of 10 kernels, ListMLE + 0.02 MSE) for the tiles.
+    "documented": Recipe("documented", {"tile": ("--model=EarlyJoinSAGE",),
+                                        "layout": ("--epochs=10", "--max_configs=1000")},
+                         "the upstream README's commands"),
+    # Every flag at its default (layout: 50 epochs, every config kept; tile as documented).
+    "defaults": Recipe("defaults", {"tile": ("--model=EarlyJoinSAGE",), "layout": ()},
+                       "the upstream programs' flag defaults"),
+}
+# What the upstream programs need of the data (their flag defaults): tiles_train.py drops kernels of
+# fewer than --configs 10 configs from training and batches --batch 10 kernels, dropping a short last
+# batch; layout_train.py drops train and valid graphs of fewer than --configs 16 configs.
+TILE_BATCH, TILE_CONFIGS, LAYOUT_CONFIGS = 10, 10, 16
+
+
+def describe_recipe(recipe: Recipe, epochs: dict[str, int]) -> str:
+    """``documented (tile: --model=EarlyJoinSAGE --epochs=100; layout: --epochs=10 --max_configs=1000)``,
+    the epochs lowered by ``--peer-epochs`` named as such."""
+    parts = []
+    for task in ("tile", "layout"):
+        flags = " ".join(recipe.task_flags(task, epochs.get(task)))
+        lowered = f", epochs lowered from {recipe.epochs(task)}" if task in epochs and epochs[
+            task] != recipe.epochs(task) else ""
+        parts.append(f"{task}: `{flags}`{lowered}")
+    return f"{recipe.name} ({'; '.join(parts)})"
+
+
+def upstream_data_problem(public: Path) -> str | None:
+    """Why the upstream programs cannot train on the competition ``public`` (None when they can)."""
+    problems = [collection_problem(public, c) for c in COLLECTIONS]
+    return "; ".join(p for p in problems if p) or None
+
+
+def collection_problem(tree: Path, collection: Collection) -> str | None:
+    """Why the upstream program of ``collection`` cannot train on ``tree`` (None when it can): too few
+    training kernels for one tile batch, or no train or valid layout graph of ``LAYOUT_CONFIGS``
+    configs (the programs would fail, the tiles with an empty dataset, the layouts with ``KeyError:
+    'graph_id'``)."""
+    from competition.data.graphs import read_config_count
+    from competition.text import plural
+
+    task = collection.task.name
+    least = TILE_CONFIGS if task == "tile" else LAYOUT_CONFIGS
+    for split in ("train",) if task == "tile" else ("train", "valid"):
+        paths = sorted(split_dir(tree, collection, split).glob("*.npz"))
+        kept = sum(read_config_count(p) >= least for p in paths)
+        if task == "tile" and kept < TILE_BATCH:
+            return (f"{kept} training kernel{plural(kept)} with {least}+ configs, fewer than one batch of "
+                    f"{TILE_BATCH} (tiles_train.py)")
+        if task == "layout" and kept == 0:
+            return (f"no {collection.name} {split} graph with {least}+ configs (layout_train.py --configs "
+                    f"{least})")
+    return None
+
+
 # -- one run of a peer or of a kit method --------------------------------------------------------------
 
 
@@ -352,26 +458,45 @@ def graph_sizes(tree: Path, collection: Collection, split: str, prefix: str = ""
     return {prefix + p.stem: read_config_count(p) for p in paths}
 
 
-def run_peer(collection: Collection, tree: Path, run_dir: Path, *, epochs: int | None, threads: int,
-             fresh: bool, python: Path, say=print) -> dict:
-    """Train and run one upstream baseline on ``tree`` (a peers tree: ``link_peers_tree``); its test and
-    valid rows, times and peak memory (``result.json`` in ``run_dir``)."""
+def epoch_curve(timings: dict) -> list[dict]:
+    """The upstream's per-epoch curve from the launcher's stamps: per epoch, the seconds since the
+    program started at its end, its training loss and OPA and its validation loss and OPA (the
+    upstream's own sampled validation, which picks its best epoch)."""
+    start = timings.get("start", 0.0)
+    curve = []
+    for k, epoch in enumerate(timings.get("epochs", [])):
+        logs = epoch["logs"]
+        curve.append({"epoch": k + 1, "elapsed_s": round(epoch["t"] - start, 2),
+                      "loss": logs.get("loss"), "opa": logs.get("opa_metric"),
+                      "val_loss": logs.get("val_loss"), "val_opa": logs.get("val_opa_metric")})
+    return curve
+
+
+def run_peer(collection: Collection, tree: Path, run_dir: Path, *, flags: Sequence[str], seed: int | None,
+             threads: int, fresh: bool, python: Path, say=print) -> dict:
+    """Train and run one upstream baseline on ``tree`` (a peers tree: ``link_peers_tree``) with the
+    upstream ``flags`` and ``seed`` (``PEERS_SEED``); its test and valid rows, times, peak memory and
+    validation curve."""
     task = collection.task.name
     settings = {"peer": PROGRAMS[task], "collection": collection.name, "tree": str(tree),
-                "epochs": epochs if epochs is not None else PUBLISHED_EPOCHS[task], "threads": threads}
+                "flags": list(flags), "seed": seed, "threads": threads}
     predictions = run_dir / "predictions.csv"
     cmd = [str(python), str(LAUNCHER), str(run_dir / "timings.json"), PROGRAMS[task],
            f"--data_root={peers_data_root(tree, task)}", f"--cache_dir={run_dir / 'cache'}",
-           f"--out_dir={run_dir / 'out'}", f"--results_csv={predictions}"]
+           f"--out_dir={run_dir / 'out'}", f"--results_csv={predictions}", *flags]
     if task == "layout":
         cmd += [f"--source={collection.source}", f"--search={collection.search}"]
-    if epochs is not None:
-        cmd.append(f"--epochs={epochs}")
-    say(f"  upstream {PROGRAMS[task]:<16} {collection.name:<20} ...", end="", flush=True)
+    env = thread_env(threads)
+    if seed is not None:
+        env["PEERS_SEED"] = str(seed)
+    say(f"  upstream {PROGRAMS[task]:<16} {collection.name:<20} seed {seed} ...", end="", flush=True)
     measured = _measured(run_dir, settings, fresh, lambda: run_measured(
-        cmd, cwd=PEERS_DIR, env=thread_env(threads), log=run_dir / "log.txt"))
+        cmd, cwd=PEERS_DIR, env=env, log=run_dir / "log.txt"))
     result = {"settings": settings, "method": UPSTREAM, "collection": collection.name,
               "wall_s": measured.wall_s, "peak_mb": measured.peak_mb}
+    timings_file = run_dir / "timings.json"
+    timings = json.loads(timings_file.read_text()) if timings_file.is_file() else {}
+    result["curve"] = epoch_curve(timings)
     if measured.returncode != 0 or not predictions.is_file():
         result["failed"] = f"exit {measured.returncode}: {failure_reason(run_dir / 'log.txt')}"
         say(f" failed after {measured.wall_s:.0f} s: {result['failed']}")
@@ -379,8 +504,8 @@ def run_peer(collection: Collection, tree: Path, run_dir: Path, *, epochs: int |
     rows = read_peer_csv(predictions)
     sizes = graph_sizes(tree, collection, "test")
     test, valid = split_peer_rows(rows, collection, sizes)
-    loops = json.loads((run_dir / "timings.json").read_text())["loops"]
-    total, test_s = inference_seconds(loops, INFERENCE_LOOPS[task], [parse_row_id(r)[1] for r, _ in rows])
+    total, test_s = inference_seconds(timings["loops"], INFERENCE_LOOPS[task],
+                                      [parse_row_id(r)[1] for r, _ in rows])
     result.update(train_s=measured.wall_s - total, predict_s=test_s, inference_s=total,
                   test_rows={k: v.tolist() for k, v in test.items()},
                   valid_rows={k: v.tolist() for k, v in valid.items()})
@@ -389,18 +514,21 @@ def run_peer(collection: Collection, tree: Path, run_dir: Path, *, epochs: int |
 
 
 def run_kit(method: str, data: Path, run_dir: Path, *, seed: int, collections: Sequence[Collection] | None,
-            threads: int, fresh: bool, say=print) -> dict:
-    """``tpugraphs solve`` of one kit method on ``data``: its submission, per-collection validation
-    scores, fit and predict times and peak memory (``result.json`` in ``run_dir``)."""
+            threads: int, fresh: bool, extra: Sequence[str] = (), say=print) -> dict:
+    """``tpugraphs solve`` of one kit method on ``data`` (``extra``: more ``solve`` options): its
+    submission, per-collection validation scores, fit and predict times and peak memory."""
     settings = {"method": method, "data": str(data), "seed": seed, "threads": threads,
                 "collections": [c.name for c in collections] if collections else "all"}
+    if extra:
+        settings["extra"] = list(extra)
     submission = run_dir / "submission.csv"
     cmd = [sys.executable, "-m", "competition.cli", "solve", "--data", str(data), "--method", method,
-           "--seed", str(seed), "--out", str(submission), "--json", str(run_dir / "solve.json"), "--quiet"]
+           "--seed", str(seed), "--out", str(submission), "--json", str(run_dir / "solve.json"), "--quiet",
+           *extra]
     for collection in collections or ():
         cmd += ["--collection", collection.name]
-    say(f"  kit {method:<21} {', '.join(c.name for c in collections) if collections else 'all five':<20} ...",
-        end="", flush=True)
+    say(f"  kit {method:<21} {', '.join(c.name for c in collections) if collections else 'all five':<20} "
+        f"seed {seed} ...", end="", flush=True)
     measured = _measured(run_dir, settings, fresh, lambda: run_measured(
         cmd, cwd=REPO, env=thread_env(threads), log=run_dir / "log.txt"))
     result = {"settings": settings, "method": method, "wall_s": measured.wall_s, "peak_mb": measured.peak_mb}
@@ -421,15 +549,6 @@ def run_kit(method: str, data: Path, run_dir: Path, *, seed: int, collections: S
 # -- scoring ------------------------------------------------------------------------------------------
 
 
-def kit_cli_json(*args: str) -> dict:
-    """Run a ``tpugraphs`` command with ``--json`` and return its document."""
-    done = subprocess.run([sys.executable, "-m", "competition.cli", *args, "--json"], capture_output=True,
-                          text=True, cwd=REPO)
-    if done.returncode != 0:
-        raise BenchError(f"tpugraphs {args[0]} failed: {_last_line(done.stderr or done.stdout)}")
-    return json.loads(done.stdout)
-
-
 def valid_score(collection: Collection, rows: dict[str, Sequence[int]], public: Path) -> float:
     """The mean official score of ``rows`` (by file stem) over the valid graphs of ``public``."""
     from competition.data.graphs import load_graph
@@ -442,68 +561,329 @@ def valid_score(collection: Collection, rows: dict[str, Sequence[int]], public: 
     return float(np.mean(scores))
 
 
+def submission_rows(path: Path, solution) -> dict[str, np.ndarray]:
+    """A kit submission's rows, checked by the kit's validator against ``solution``."""
+    from competition.submission import validate_submission
+
+    checked = validate_submission(path, solution.expected_configs())
+    if not checked.ok:
+        raise BenchError(f"{path}: not a valid submission ({checked.problems[0]})")
+    return checked.rows
+
+
+def test_scores(rows: dict[str, np.ndarray], solution, collection: Collection) -> np.ndarray:
+    """The official per-graph scores of ``rows`` on ``collection``'s test graphs, in solution order."""
+    from competition.scoring import Solution
+    from competition.stats import per_graph_scores
+
+    one = Solution(labels={collection.name: solution.labels[collection.name]})
+    return per_graph_scores(rows, one).collections[collection.name].scores
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomTop:
+    """What a uniform random top ``k`` scores on one kernel: each score it can get, with its chance."""
+
+    scores: np.ndarray
+    chances: np.ndarray
+
+    @property
+    def expectation(self) -> float:
+        return float(np.dot(self.chances, self.scores))
+
+    def chance_below(self, score: float) -> float:
+        """The chance that a random top k scores below ``score`` (a tie counts half): 0.5 on average for
+        a random pick itself."""
+        tol = 1e-9 * max(1.0, abs(score))
+        below = self.chances[self.scores < score - tol].sum()
+        tied = self.chances[np.abs(self.scores - score) <= tol].sum()
+        return float(below + 0.5 * tied)
+
+
+def random_top(runtimes: np.ndarray, normalizers: np.ndarray, k: int = 5) -> RandomTop:
+    """The tile score of ``k`` configs drawn uniformly without replacement: with the kernel's ``n``
+    configs sorted fastest first, the i-th fastest is the best drawn with chance C(n - i, k - 1) /
+    C(n, k), and the score is then ``2 - y_i / y_1`` (the metric's)."""
+    from scipy.special import comb
+
+    y = np.sort(np.asarray(runtimes, dtype=np.float64) / np.asarray(normalizers, dtype=np.float64))
+    n = y.size
+    if n <= k:
+        return RandomTop(np.array([1.0]), np.array([1.0]))
+    i = np.arange(1, n - k + 2)
+    chances = comb(n - i, k - 1, exact=False) / comb(n, k, exact=False)
+    return RandomTop(2.0 - y[: i.size] / y[0], chances / chances.sum())
+
+
+def cell_summary(per_run: Sequence[np.ndarray], collection: str, seed: int = 0) -> dict:
+    """One method on one collection over its runs: the score of each run (mean over graphs), their
+    mean, spread (lowest and highest run, standard deviation) and the 95 % interval over graphs of the
+    run-averaged per-graph scores (the kit's ``intervals``, ``tpugraphs report``'s default method)."""
+    from competition.stats.bootstrap import intervals
+
+    runs = [float(np.mean(s)) for s in per_run]
+    pooled = np.mean(np.stack(per_run), axis=0)
+    overall, _ = intervals({collection: pooled}, seed=seed)
+    return {"runs": [round(r, 4) for r in runs], "mean": float(np.mean(runs)), "run_low": min(runs),
+            "run_high": max(runs), "run_sd": float(np.std(runs, ddof=1)) if len(runs) > 1 else 0.0,
+            "low": overall.low, "high": overall.high}
+
+
+def paired(gnn_runs: Sequence[np.ndarray], upstream_runs: Sequence[np.ndarray], collection: str,
+           seed: int = 0) -> dict:
+    """gnn - upstream on one collection: the paired 95 % interval over graphs of the run-averaged
+    per-graph scores (``tpugraphs compare``'s default method), and each run pair's difference (runs
+    paired by seed)."""
+    from competition.stats.bootstrap import GraphScores, compare
+
+    a = GraphScores.from_arrays("upstream", {collection: np.mean(np.stack(upstream_runs), axis=0)})
+    b = GraphScores.from_arrays("gnn", {collection: np.mean(np.stack(gnn_runs), axis=0)})
+    diff = compare(a, b, seed=seed).overall.interval
+    pairs = [float(np.mean(g) - np.mean(u)) for g, u in zip(gnn_runs, upstream_runs, strict=False)]
+    return {"diff": diff.estimate, "ci_low": diff.low, "ci_high": diff.high, "pair_diffs": pairs}
+
+
+def verdict(diff: dict, gnn: dict, upstream: dict) -> str:
+    """``higher``, ``level`` or ``lower``: the gnn against the upstream on one collection, read from
+    both the paired interval over graphs and the run-to-run spread.
+
+    higher: the paired interval lies above 0 and every gnn run beats every upstream run; level: the
+    paired interval reaches 0 or above and the gnn's best run reaches the upstream's worst (neither
+    reading puts the gnn below); lower: otherwise. With one run on either side the spread is not
+    measured, and the verdict says so: it then rests on the paired interval alone."""
+    if diff["ci_low"] > 0 and gnn["run_low"] > upstream["run_high"]:
+        found = "higher"
+    elif diff["ci_high"] >= 0 and gnn["run_high"] >= upstream["run_low"]:
+        found = "level"
+    else:
+        found = "lower"
+    if min(gnn.get("n", 2), upstream.get("n", 2)) < 2:
+        return f"{found} by the paired interval (one run: spread not measured)"
+    return found
+
+
+# -- the tiles, read per kernel ------------------------------------------------------------------------
+
+SIZE_BANDS = ((0, 40, "< 40"), (40, 151, "40-150"), (151, None, "> 150"))  # configs per kernel
+RANDOM_EXPECTED = "random (expected)"  # the tile reading's row of a random top 5's expected score
+
+
+def tile_reading(per_method: dict[str, list[np.ndarray]], configs: np.ndarray,
+                 randoms: Sequence[RandomTop]) -> dict[str, dict]:
+    """The tile scores per kernel: per method (its runs pooled: every kernel of every run), the median
+    and mean, the worst kernel, and the mean by configs per kernel (``SIZE_BANDS``); against random, on
+    the kernels with more than 5 configs (where a pick can miss): the share of kernels scored above a
+    random top 5's expected score, and the chance of scoring above a random top 5 drawn on the same
+    kernel (ties half; 0.5 is random's own), averaged over kernels. A random pick's score is skewed
+    (mostly near its best, sometimes far below), so a random top 5 itself beats its own expectation on
+    most kernels: the chance is the reading to trust."""
+    informative = configs > 5
+    expected = np.array([r.expectation for r in randoms])
+    out: dict[str, dict] = {}
+    for method, runs in {**per_method, RANDOM_EXPECTED: [expected]}.items():
+        stacked = np.stack(runs)  # (runs, kernels)
+        entry: dict = {"median": float(np.median(stacked)), "mean": float(np.mean(stacked)),
+                       "min": float(np.min(stacked)), "runs": len(runs), "above_expected": None,
+                       "chance_above_random": 0.5, "bands": {}}
+        if method != RANDOM_EXPECTED:
+            picked = stacked[:, informative]
+            entry["above_expected"] = float(np.mean(picked > expected[informative] + 1e-12))
+            kernels = [r for r, keep in zip(randoms, informative, strict=True) if keep]
+            entry["chance_above_random"] = float(np.mean([[r.chance_below(v) for r, v in zip(kernels, row,
+                                                                                            strict=True)]
+                                                          for row in picked]))
+        for low, high, label in SIZE_BANDS:
+            mask = (configs >= low) & (configs < high if high is not None else True)
+            entry["bands"][label] = {"kernels": int(mask.sum()),
+                                     "mean": float(np.mean(stacked[:, mask])) if mask.any() else None,
+                                     "median": float(np.median(stacked[:, mask])) if mask.any() else None}
+        out[method] = entry
+    return out
+
+
 # -- the small competition -----------------------------------------------------------------------------
 
 
 def bench_small(seed: int, args: argparse.Namespace, python: Path | None, say=print) -> dict:
-    """Every method on the ``small`` competition of ``seed``: per method and collection, the scores,
-    times and memory; the gnn against the upstream baseline per collection."""
+    """Every method on the ``small`` competition of ``seed``, each run once per ``--run-seeds`` seed:
+    per method and collection the runs' scores, spread and interval, times, memory and validation
+    scores; the gnn against the upstream per collection; the tiles read per kernel; the equal-budget
+    runs."""
+    from competition.scoring import load_solution
+
     folder = build_small(seed, args.out, scale=args.scale, say=say)
-    public, solution = folder / "public", folder / "private" / "solution.csv"
-    runs = args.out / "runs" / folder.name
-    table: dict[str, dict] = {}
-    submissions: dict[str, Path] = {}
+    public, solution_file = folder / "public", folder / "private" / "solution.csv"
+    solution = load_solution(solution_file)
+    if python is not None:
+        problem = upstream_data_problem(public)
+        if problem:
+            raise BenchError(f"--scale {args.scale} cannot run the upstream baselines: {problem}; use "
+                             "--scale small, or --no-peers for the kit's side alone")
+    runs_dir = args.out / "runs" / folder.name
+    recipe: Recipe = args.recipe
+    # method -> collection -> [per run: {"seed", "scores" (per graph), train_s, ... , "failed"}]
+    runs: dict[str, dict[str, list[dict]]] = {}
     if python is not None:
         tree = folder / "peers-tree"
         link_peers_tree(public, tree)
-        rows: dict[str, np.ndarray] = {}
-        per_collection: dict[str, dict] = {}
-        for collection in COLLECTIONS:
-            epochs = args.peer_epochs.get(collection.task.name)
-            result = run_peer(collection, tree, runs / f"upstream-{SHORT[collection.name]}", epochs=epochs,
-                              threads=args.threads, fresh=args.fresh, python=python, say=say)
-            entry = {"train_s": result.get("train_s"), "predict_s": result.get("predict_s"),
-                     "peak_mb": result["peak_mb"],
-                     "epochs": result["settings"]["epochs"], "failed": result.get("failed")}
-            if "failed" not in result:
-                rows.update({k: np.asarray(v) for k, v in result["test_rows"].items()})
-                entry["validation_score"] = valid_score(collection, result["valid_rows"], public)
-            per_collection[collection.name] = entry
-        table[UPSTREAM] = {"collections": per_collection}
-        if all(e["failed"] is None for e in per_collection.values()):
-            from competition.predictions import write_submission
-
-            submissions[UPSTREAM] = write_submission(runs / "upstream.csv", rows)
+        runs[UPSTREAM] = {}
+        for collection in args.peer_collections:
+            task = collection.task.name
+            flags = recipe.task_flags(task, args.peer_epochs.get(task))
+            cell = runs[UPSTREAM].setdefault(collection.name, [])
+            for run_seed in args.run_seeds:
+                run_dir = runs_dir / f"upstream-{SHORT[collection.name]}-r{run_seed}"
+                result = run_peer(collection, tree, run_dir, flags=flags, seed=run_seed,
+                                  threads=args.threads, fresh=args.fresh, python=python, say=say)
+                entry = {"seed": run_seed, "flags": flags, "train_s": result.get("train_s"),
+                         "predict_s": result.get("predict_s"), "peak_mb": result["peak_mb"],
+                         "curve": result["curve"], "failed": result.get("failed")}
+                if "failed" not in result:
+                    rows = {k: np.asarray(v) for k, v in result["test_rows"].items()}
+                    entry["scores"] = test_scores(rows, solution, collection)
+                    entry["validation_score"] = valid_score(collection, result["valid_rows"], public)
+                cell.append(entry)
     for method in args.methods:
-        result = run_kit(method, public, runs / method, seed=seed, collections=None, threads=args.threads,
-                         fresh=args.fresh, say=say)
-        table[method] = {"collections": result.get("collections", {}), "failed": result.get("failed")}
-        if "failed" not in result:
-            submissions[method] = Path(result["submission"])
-    for method, submission in submissions.items():
-        report = kit_cli_json("report", str(submission), "--solution", str(solution), "--seed", "0")
-        table[method]["test"] = {key: report[key] for key in ("score", "ci_low", "ci_high", "collections")}
-    verdicts = {}
-    if UPSTREAM in submissions and "gnn" in submissions:
-        compared = kit_cli_json("compare", str(submissions[UPSTREAM]), str(submissions["gnn"]), "--solution",
-                                str(solution), "--seed", "0", "--top", "0")
-        verdicts = gnn_verdicts(compared, table[UPSTREAM]["collections"], table["gnn"]["collections"])
-    return {"seed": seed, "scale": args.scale, "data": str(folder), "methods": table, "verdicts": verdicts}
+        runs[method] = {}
+        for run_seed in args.run_seeds:
+            result = run_kit(method, public, runs_dir / f"{method}-r{run_seed}", seed=run_seed,
+                             collections=None, threads=args.threads, fresh=args.fresh, say=say)
+            rows = submission_rows(Path(result["submission"]), solution) if "failed" not in result else {}
+            for collection in COLLECTIONS:
+                c = result.get("collections", {}).get(collection.name, {})
+                entry = {"seed": run_seed, **c, "failed": result.get("failed")}
+                if rows:
+                    entry["scores"] = test_scores(rows, solution, collection)
+                runs[method].setdefault(collection.name, []).append(entry)
+    out = {"seed": seed, "scale": args.scale, "data": str(folder), "recipe": recipe.name,
+           "recipe_text": describe_recipe(recipe, args.peer_epochs), "run_seeds": list(args.run_seeds),
+           "cells": summarise_small(runs), "verdicts": {}, "runs": _runs_json(runs)}
+    if UPSTREAM in runs and "gnn" in runs:
+        for name, cell in runs[UPSTREAM].items():
+            up, gnn = _scored(cell), _scored(runs["gnn"][name])
+            if up and gnn:
+                diff = paired([r["scores"] for r in gnn], [r["scores"] for r in up], name)
+                out["verdicts"][name] = {**diff, "verdict": verdict(diff, out["cells"][name]["gnn"],
+                                                                    out["cells"][name][UPSTREAM]),
+                                         "time_ratio": _median(gnn, "train_s") / _median(up, "train_s")}
+    tile = COLLECTION_BY_NAME["tile:xla"]
+    labels = solution.labels[tile.name]
+    configs = labels.config_counts
+    randoms = [random_top(labels.runtimes[a:b], labels.normalizers[a:b])
+               for a, b in zip(labels.offsets[:-1], labels.offsets[1:], strict=True)]
+    per_method = {m: [r["scores"] for r in _scored(cells.get(tile.name, []))] for m, cells in runs.items()}
+    out["tile_reading"] = tile_reading({m: v for m, v in per_method.items() if v}, configs, randoms)
+    if UPSTREAM in runs and "gnn" in runs:
+        out["equal_budget"] = equal_budget(runs, public, solution, runs_dir, args, say)
+    return out
 
 
-def gnn_verdicts(compared: dict, upstream: dict[str, dict], gnn: dict[str, dict]) -> dict[str, dict]:
-    """Per collection: does the gnn score at least the upstream baseline (the paired interval of
-    gnn - upstream reaches 0 or above) in at most half its training time?"""
-    verdicts = {}
-    for name, diff in compared["collections"].items():
-        up_train, gnn_train = upstream[name].get("train_s"), gnn.get(name, {}).get("train_s")
-        ratio = gnn_train / up_train if up_train and gnn_train is not None else float("nan")
-        score_ok = diff["ci_high"] >= 0
-        time_ok = ratio <= 0.5
-        verdicts[name] = {"diff": diff["diff"], "ci_low": diff["ci_low"], "ci_high": diff["ci_high"],
-                          "time_ratio": ratio, "score_ok": score_ok, "time_ok": time_ok,
-                          "holds": bool(score_ok and time_ok)}
-    return verdicts
+def _scored(cell: Sequence[dict]) -> list[dict]:
+    """The runs of a cell that were scored (all of them, or none when any failed)."""
+    return list(cell) if cell and all("scores" in r for r in cell) else []
+
+
+def _median(runs: Sequence[dict], key: str) -> float:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return float(np.median(values)) if values else float("nan")
+
+
+def summarise_small(runs: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, dict]]:
+    """collection (and ``final``) -> method -> its cell: the runs' scores and spread, the interval over
+    graphs, median train / predict seconds, the largest peak, the mean validation score; or why it
+    failed."""
+    cells: dict[str, dict[str, dict]] = {}
+    for method, per in runs.items():
+        for name, cell in per.items():
+            failed = next((r["failed"] for r in cell if r.get("failed")), None)
+            entry: dict = {"n": len(cell), "failed": failed}
+            scored = _scored(cell)
+            if scored:
+                entry.update(cell_summary([r["scores"] for r in scored], name))
+                valids = [r["validation_score"] for r in scored if r.get("validation_score") is not None]
+                entry["valid"] = float(np.mean(valids)) if valids else None
+            entry.update(train_s=_median(cell, "train_s"), predict_s=_median(cell, "predict_s"),
+                         peak_mb=max((r.get("peak_mb") or 0.0 for r in cell), default=0.0))
+            cells.setdefault(name, {})[method] = entry
+        if len(per) == len(COLLECTIONS) and all(_scored(per[c.name]) for c in COLLECTIONS):
+            n = min(len(per[c.name]) for c in COLLECTIONS)
+            finals = [np.array([np.mean(per[c.name][k]["scores"]) for c in COLLECTIONS]) for k in range(n)]
+            runs_final = [float(np.mean(f)) for f in finals]
+            cells.setdefault("final", {})[method] = {
+                "n": n, "failed": None, "runs": [round(r, 4) for r in runs_final],
+                "mean": float(np.mean(runs_final)), "run_low": min(runs_final), "run_high": max(runs_final),
+                "run_sd": float(np.std(runs_final, ddof=1)) if n > 1 else 0.0,
+                "train_s": sum(cells[c.name][method]["train_s"] for c in COLLECTIONS),
+                "predict_s": sum(cells[c.name][method]["predict_s"] for c in COLLECTIONS)}
+    return cells
+
+
+def _runs_json(runs: dict[str, dict[str, list[dict]]]) -> dict:
+    """Every run for results.json: its per-graph test scores as lists, its curve, times and seed."""
+    return {m: {name: [{k: (v.round(5).tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
+                       for r in cell] for name, cell in per.items()} for m, per in runs.items()}
+
+
+def equal_budget(runs: dict[str, dict[str, list[dict]]], public: Path, solution, runs_dir: Path,
+                 args: argparse.Namespace, say=print) -> dict[str, dict]:
+    """Each method at the other's training time, per collection the upstream ran:
+
+    - on the ``--equal-budget`` collections, the gnn given the upstream's median training time
+      (``--time-budget``, with its epochs raised by the ratio of the two times so the budget, not the
+      epoch count, ends the training), one run per ``--run-seeds`` seed (the first ``--budget-runs``),
+      scored on the test graphs;
+    - the upstream stopped at the gnn's median training time: how many epochs it had finished by then
+      (from its validation curve's timestamps, seconds since the program started) and its validation
+      OPA at that epoch; none finished means it had no trained model to rank with."""
+    out: dict[str, dict] = {}
+    wanted = {c.name for c in args.equal_budget}
+    for name, up_cell in runs[UPSTREAM].items():
+        up, gnn = _scored(up_cell), _scored(runs["gnn"][name])
+        if not up or not gnn:
+            continue
+        collection = COLLECTION_BY_NAME[name]
+        up_time, gnn_time = _median(up, "train_s"), _median(gnn, "train_s")
+        param = "tile_epochs" if collection.task.name == "tile" else "layout_epochs"
+        default = 20 if collection.task.name == "tile" else 45
+        epochs = int(min(default * 64, max(default, round(default * up_time / gnn_time))))
+        extra = ["--time-budget", f"{up_time:.0f}", "--param", f"{param}={epochs}"]
+        scores, times = [], []
+        for run_seed in args.run_seeds[: args.budget_runs] if name in wanted else ():
+            result = run_kit("gnn", public, runs_dir / f"gnn-budget-{SHORT[name]}-r{run_seed}", seed=run_seed,
+                             collections=[collection], threads=args.threads, fresh=args.fresh, extra=extra,
+                             say=say)
+            if "failed" in result:
+                continue
+            rows = submission_rows_partial(Path(result["submission"]), solution, collection)
+            scores.append(test_scores(rows, solution, collection))
+            times.append(result["collections"][name]["train_s"])
+        stopped = []
+        for r in up:
+            done = [p for p in r["curve"] if p["elapsed_s"] <= gnn_time]
+            first = r["curve"][0]["elapsed_s"] if r["curve"] else None
+            stopped.append({"seed": r["seed"], "epochs_done": len(done), "first_epoch_s": first,
+                            "val_opa": done[-1]["val_opa"] if done else None})
+        out[name] = {"upstream_train_s": up_time, "gnn_train_s": gnn_time, "gnn_epochs": epochs,
+                     "gnn_budget": cell_summary(scores, name) if scores else None,
+                     "budget_run": name in wanted,
+                     "gnn_budget_train_s": float(np.median(times)) if times else None,
+                     "upstream_at_gnn_time": stopped}
+    return out
+
+
+def submission_rows_partial(path: Path, solution, collection: Collection) -> dict[str, np.ndarray]:
+    """The rows of ``collection`` in a submission of ``solve --collection``, each checked by the kit's
+    row rule against its graph's config count; every test graph of the collection must be there."""
+    from competition.submission.rules import parse_top_configs
+
+    labels = solution.labels[collection.name]
+    sizes = dict(zip(labels.ids, (int(n) for n in labels.config_counts), strict=True))
+    with open(path, newline="", encoding="utf-8") as fh:
+        found = {r["ID"]: r["TopConfigs"] for r in csv.DictReader(fh) if r["ID"] in sizes}
+    missing = sorted(set(sizes) - set(found))
+    if missing:
+        raise BenchError(f"{path}: no row for {len(missing)} {collection.name} graph(s), e.g. {missing[0]}")
+    return {row_id: parse_top_configs(text, collection, sizes[row_id]) for row_id, text in found.items()}
 
 
 # -- the real graphs (within-graph protocol) ------------------------------------------------------------
@@ -559,6 +939,8 @@ def bench_real_within(args: argparse.Namespace, python: Path | None, say=print) 
                         continue
                     for key in ("train_s", "predict_s"):
                         timing[method][key] += stats[key]
+                    if "epochs" in stats:
+                        timing[method].setdefault("epochs", []).append(stats["epochs"])
                     timing[method]["peak_mb"] = max(timing[method]["peak_mb"], stats["peak_mb"])
                     predictions[method].append([
                         _positions(np.asarray(rows[f"{real.collection.name}:{stem}"]), g.num_configs)
@@ -593,17 +975,36 @@ def _write_hidden_tests(collection: Collection, tests: Sequence, test_dir: Path)
     return stems
 
 
+def matched_epochs(collection: Collection, tree: Path) -> int:
+    """The upstream's epochs on a within-graph tree so that it samples as many configs as the training
+    part holds: an epoch samples ``LAYOUT_CONFIGS`` configs of each layout training graph
+    (``TILE_CONFIGS`` of each tile kernel), so epochs = ceil(training configs / configs per epoch).
+    The layout recipe's ``--max_configs`` is left out here: the upstream keeps every training config,
+    as the kit's methods do."""
+    per_graph = TILE_CONFIGS if collection.task.name == "tile" else LAYOUT_CONFIGS
+    sizes = [n for n in graph_sizes(tree, collection, "train").values() if n >= per_graph]
+    if not sizes:
+        return 1
+    return max(1, -(-sum(sizes) // (per_graph * len(sizes))))
+
+
 def _run_within(method: str, collection: Collection, tree: Path, runs: Path, seed: int,
                 args: argparse.Namespace, python: Path | None, say) -> tuple[dict, dict, str | None]:
     """One method on one within-graph tree: (its train / predict seconds and peak, its test rows by ID,
     why it failed or None). The kit's peak is its own reading (``solve``'s per-collection sample), as in
     the small tables; a peer's, its process's (``run_measured``)."""
     if method == UPSTREAM:
+        problem = collection_problem(tree, collection)
+        if problem:
+            return {}, {}, f"not run: {problem}"
         peer_tree = tree / "peers"
         _peer_tree_for(tree, collection, peer_tree)
-        result = run_peer(collection, peer_tree, runs / "upstream",
-                          epochs=args.real_peer_epochs.get(collection.task.name), threads=args.threads,
-                          fresh=args.fresh, python=python, say=say)
+        task = collection.task.name
+        epochs = args.real_peer_epochs.get(task) or matched_epochs(collection, tree)
+        flags = args.recipe.task_flags(task, epochs) if task == "tile" else [f"--epochs={epochs}"]
+        result = run_peer(collection, peer_tree, runs / "upstream", flags=flags,
+                          seed=seed, threads=args.threads, fresh=args.fresh, python=python, say=say)
+        result["epochs"] = epochs
         return result, result.get("test_rows", {}), result.get("failed")
     result = run_kit(method, tree, runs / method, seed=seed, collections=[collection], threads=args.threads,
                      fresh=args.fresh, say=say)
@@ -619,6 +1020,9 @@ def _within_entry(real, method: str, predictions: list[list[np.ndarray]], truths
     from benchmarks import bench_real
 
     entry = {"graph": real.name, "method": method, **timing, "runs": len(predictions)}
+    if timing.get("epochs"):
+        low, high = min(timing["epochs"]), max(timing["epochs"])
+        entry["epochs"] = str(low) if low == high else f"{low}-{high}"
     if not timing["failed"] and predictions:
         cell = bench_real.Cell(real.name, method, "within", units=[], fit_seconds=timing["train_s"])
         bench_real.summarise_cell(cell, real, predictions, truths, seed=0)
@@ -644,66 +1048,152 @@ def _cell(value: float | None, fmt: str = "{:.3f}") -> str:
     return "-" if value is None or (isinstance(value, float) and np.isnan(value)) else fmt.format(value)
 
 
+def _label(method: str) -> str:
+    return "upstream (TF-GNN)" if method == UPSTREAM else method
+
+
+def _score_text(entry: dict | None) -> str:
+    """``0.712 [0.601, 0.803]``: the mean of the runs with the interval over graphs."""
+    if not entry:
+        return "-"
+    if entry.get("failed"):
+        return f"failed: {entry['failed']}"
+    if "mean" not in entry:
+        return "-"
+    interval = f" [{entry['low']:.3f}, {entry['high']:.3f}]" if "low" in entry else ""
+    return f"{entry['mean']:.3f}{interval}"
+
+
+def _spread_text(entry: dict | None) -> str:
+    """``0.701-0.779 (sd 0.04)``: the lowest and highest run, their standard deviation."""
+    if not entry or "mean" not in entry:
+        return "-"
+    if entry["n"] < 2:
+        return "1 run"
+    return f"{entry['run_low']:.3f}-{entry['run_high']:.3f} (sd {entry['run_sd']:.3f})"
+
+
 def small_table(result: dict) -> str:
-    """One Markdown table for one ``small`` competition: per method, per collection and overall."""
-    lines = [f"`{result['scale']}` seed {result['seed']} (hidden-test score with its 95 % bootstrap interval "
-             "over graphs, `tpugraphs report`; validation score on the valid split; wall times and peak "
-             "memory of the run)", "",
-             "| method | collection | hidden test [95 % interval] | valid | train s | predict s | peak MB |",
-             "|---|---|---|---|---|---|---|"]
-    for method, entry in result["methods"].items():
-        test = entry.get("test", {})
-        per = entry.get("collections", {})
-        name = method if method != UPSTREAM else "upstream (TF-GNN)"
-        for collection in COLLECTIONS:
-            c = per.get(collection.name, {})
-            t = test.get("collections", {}).get(collection.name)
-            failed = c.get("failed") or entry.get("failed")
-            if t:
-                score = f"{t['score']:.3f} [{t['ci_low']:.3f}, {t['ci_high']:.3f}]"
-            else:
-                score = f"failed: {failed}" if failed else "- (no submission: another collection failed)"
-            epochs = c.get("epochs") if method == UPSTREAM else None
-            label = collection.name + (f" ({epochs} epochs)" if epochs else "")
-            lines.append(f"| {name} | {label} | {score} | {_cell(c.get('validation_score'))} | "
-                         f"{_cell(c.get('train_s'), '{:.0f}')} | {_cell(c.get('predict_s'), '{:.1f}')} | "
-                         f"{_cell(c.get('peak_mb'), '{:.0f}')} |")
-        if test:
-            valids = [per.get(c.name, {}).get("validation_score") for c in COLLECTIONS]
-            valid = float(np.mean(valids)) if all(v is not None for v in valids) else None
-            total = [sum(per[c.name][k] for c in COLLECTIONS if per.get(c.name, {}).get(k) is not None)
-                     for k in ("train_s", "predict_s")]
-            peak = max((per[c.name]["peak_mb"] for c in COLLECTIONS if c.name in per), default=None)
-            final = f"**{test['score']:.3f}** [{test['ci_low']:.3f}, {test['ci_high']:.3f}]"
-            lines.append(f"| {name} | **final** | {final} | {_cell(valid)} | {total[0]:.0f} | "
-                         f"{total[1]:.1f} | {_cell(peak, '{:.0f}')} |")
+    """The Markdown tables of one ``small`` competition: scores with both spreads, the gnn against the
+    upstream, the upstream's validation curves, the tiles per kernel and the equal-budget view."""
+    n = len(result["run_seeds"])
+    seeds = ",".join(map(str, result["run_seeds"]))
+    runs = f"once (seed {seeds})" if n == 1 else f"{n} times (seeds {seeds})"
+    lines = [f"`{result['scale']}` competition seed {result['seed']}; upstream recipe "
+             f"{result['recipe_text']}; every method run {runs}. Hidden-test score: the "
+             "mean of the runs [95 % interval over graphs of the run-averaged per-graph scores]; "
+             "runs: lowest-highest run and their standard deviation; valid: the mean validation "
+             "score; train / predict s: median run; peak: the largest run's", "",
+             "| collection | method | hidden test [graph interval] | runs | valid | train s | predict s "
+             "| peak MB |",
+             "|---|---|---|---|---|---|---|---|"]
+    cells = result["cells"]
+    for name in [*(c.name for c in COLLECTIONS), "final"]:
+        for method, entry in cells.get(name, {}).items():
+            label = f"**{name}**" if name == "final" else name
+            lines.append(f"| {label} | {_label(method)} | {_score_text(entry)} | "
+                         f"{_spread_text(entry)} | {_cell(entry.get('valid'))} | "
+                         f"{_cell(entry.get('train_s'), '{:.0f}')} | "
+                         f"{_cell(entry.get('predict_s'), '{:.1f}')} | "
+                         f"{_cell(entry.get('peak_mb'), '{:.0f}')} |")
     if result["verdicts"]:
-        lines += ["", "gnn against the upstream baseline (paired 95 % interval of gnn - upstream over the "
-                  "test graphs, `tpugraphs compare`; the gnn's training time over the upstream's):", "",
-                  "| collection | gnn - upstream [95 % interval] | train time ratio | at least as good | "
-                  "in half the time |", "|---|---|---|---|---|"]
+        lines += ["", "gnn against the upstream (paired 95 % interval over graphs of the run-averaged "
+                  "gnn - upstream; each seed pair's difference; the gnn's training time over the "
+                  "upstream's; the verdict reads both: higher = the interval above 0 and every gnn run "
+                  "above every upstream run, level = neither puts the gnn below, lower = otherwise):", "",
+                  "| collection | gnn - upstream [paired interval] | per seed pair | time ratio | verdict |",
+                  "|---|---|---|---|---|"]
         for name, v in result["verdicts"].items():
-            lines.append(f"| {name} | {v['diff']:+.3f} [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}] | "
-                         f"{v['time_ratio']:.2f} | {'yes' if v['score_ok'] else '**no**'} | "
-                         f"{'yes' if v['time_ok'] else '**no**'} |")
+            pairs = ", ".join(f"{d:+.3f}" for d in v["pair_diffs"])
+            lines.append(f"| {name} | {v['diff']:+.3f} [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}] | {pairs} | "
+                         f"{v['time_ratio']:.2f} | {v['verdict']} |")
+    curves = result["runs"].get(UPSTREAM, {})
+    if curves:
+        lines += ["", "The upstream's validation curves (its own sampled validation OPA after each epoch; "
+                  "the best epoch is the model it keeps):", "",
+                  "| collection | seed | epochs | best val OPA (epoch) | last | val OPA by epoch |",
+                  "|---|---|---|---|---|---|"]
+        for name, cell in curves.items():
+            for run in cell:
+                opa = [p["val_opa"] for p in run.get("curve", []) if p.get("val_opa") is not None]
+                if not opa:
+                    lines.append(f"| {name} | {run['seed']} | 0 | - | - | {run.get('failed') or '-'} |")
+                    continue
+                best = int(np.argmax(opa))
+                lines.append(f"| {name} | {run['seed']} | {len(opa)} | {opa[best]:.3f} ({best + 1}) | "
+                             f"{opa[-1]:.3f} | {curve_text(opa)} |")
+    if result.get("tile_reading"):
+        lines += ["", tile_table(result["tile_reading"])]
+    if result.get("equal_budget"):
+        lines += ["", budget_table(result["equal_budget"])]
     return "\n".join(lines)
 
 
-def real_table(entries: Sequence[dict], draws: int, seeds: Sequence[int], epochs: dict[str, int]) -> str:
-    """One Markdown table for the real graphs; ``epochs``: the upstream programs' epochs (tile, layout)."""
+def curve_text(values: Sequence[float], most: int = 12) -> str:
+    """A validation curve in at most ``most`` values: every one, or every k-th epoch and the last."""
+    step = -(-len(values) // most)
+    if step == 1:
+        return " ".join(f"{v:.2f}" for v in values)
+    kept = list(range(0, len(values), step))
+    if kept[-1] != len(values) - 1:
+        kept.append(len(values) - 1)
+    return f"every {step} epochs: " + " ".join(f"{values[k]:.2f}" for k in kept)
+
+
+def tile_table(reading: dict[str, dict]) -> str:
+    """The tiles per kernel (``tile_reading``)."""
+    bands = [label for _, _, label in SIZE_BANDS]
+    counts = next(iter(reading.values()))["bands"]
+    lines = ["`tile:xla` per test kernel (each method's runs pooled): median and mean score, the worst "
+             "kernel; on the kernels with more than 5 configs, the share scored above a random top 5's "
+             "expected score and the chance of beating a random top 5 drawn on the same kernel (ties "
+             "half, random's own 0.50); the mean by configs per kernel (kernels in each band):", "",
+             "| method | median | mean | worst | above random's expectation | chance to beat random | "
+             + " | ".join(f"{b} configs ({counts[b]['kernels']})" for b in bands) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(bands)]
+    for method, e in reading.items():
+        share = "-" if e["above_expected"] is None else f"{e['above_expected']:.0%}"
+        band = " | ".join(_cell(e["bands"][b]["mean"]) for b in bands)
+        lines.append(f"| {_label(method)} | {e['median']:.3f} | {e['mean']:.3f} | {e['min']:.2f} | {share} | "
+                     f"{e['chance_above_random']:.2f} | {band} |")
+    return "\n".join(lines)
+
+
+def budget_table(budget: dict[str, dict]) -> str:
+    """The equal-budget view (``equal_budget``)."""
+    lines = ["Equal budgets: the gnn given the upstream's median training time (epochs raised so the time "
+             "budget ends it), and the upstream stopped at the gnn's:", "",
+             "| collection | upstream train s | gnn at that budget: score [graph interval] | its runs | "
+             "gnn train s | upstream epochs done at the gnn's time | its first epoch ended at |",
+             "|---|---|---|---|---|---|---|"]
+    for name, b in budget.items():
+        stopped = b["upstream_at_gnn_time"]
+        done = ", ".join(str(s["epochs_done"]) for s in stopped)
+        first = ", ".join(_cell(s["first_epoch_s"], "{:.0f} s") for s in stopped)
+        scored = {**b["gnn_budget"], "n": len(b["gnn_budget"]["runs"])} if b["gnn_budget"] else None
+        score = _score_text(scored) if b.get("budget_run", True) else "not run (--equal-budget)"
+        lines.append(f"| {name} | {b['upstream_train_s']:.0f} | {score} | {_spread_text(scored)} | "
+                     f"{_cell(b['gnn_budget_train_s'], '{:.0f}')} (of {b['gnn_train_s']:.0f} at its "
+                     f"defaults) | {done} | {first} |")
+    return "\n".join(lines)
+
+
+def real_table(entries: Sequence[dict], draws: int, seeds: Sequence[int]) -> str:
+    """One Markdown table for the real graphs, naming the upstream's epochs on each graph."""
     lines = ["Real graphs, within-graph protocol (`make bench-real`'s 60 / 20 / 20 split of each graph's "
              f"configs; {draws} draw(s) x {len(seeds)} run(s); Kendall tau-b for a layout graph, the tile "
              "score over kernels; mean over runs with the 95 % interval of `benchmarks.bench_real`; "
-             "times summed over runs, peak the largest run's; the upstream programs ran "
-             f"{epochs['layout']} epochs (layout) and {epochs['tile']} (tile))", "",
-             "| real graph | method | score [95 % interval] | runs | train s | predict s | peak MB |",
-             "|---|---|---|---|---|---|---|"]
+             "times summed over runs, peak the largest run's; the upstream's epochs chosen so that "
+             "it samples as many configs as the training part holds "
+             f"({LAYOUT_CONFIGS} per graph per epoch)",
+             "", "| real graph | method | score [95 % interval] | runs | upstream epochs | train s | "
+             "predict s | peak MB |", "|---|---|---|---|---|---|---|---|"]
     for e in entries:
         score = (f"{e['estimate']:+.3f} [{e['low']:+.3f}, {e['high']:+.3f}]" if "estimate" in e
                  else f"failed: {e['failed']}")
-        name = e["method"] if e["method"] != UPSTREAM else "upstream (TF-GNN)"
-        lines.append(f"| `{e['graph']}` | {name} | {score} | {e['runs']} | {e['train_s']:.0f} | "
-                     f"{e['predict_s']:.1f} | {e['peak_mb']:.0f} |")
+        lines.append(f"| `{e['graph']}` | {_label(e['method'])} | {score} | {e['runs']} | "
+                     f"{e.get('epochs') or '-'} | {e['train_s']:.0f} | {e['predict_s']:.1f} | "
+                     f"{e['peak_mb']:.0f} |")
     return "\n".join(lines)
 
 
@@ -726,9 +1216,18 @@ def _seeds(text: str) -> list[int]:
         seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected seeds like 0,1") from None
-    if not seeds or any(s < 0 for s in seeds):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected one or more seeds >= 0")
+    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected one or more distinct seeds >= 0")
     return seeds
+
+
+def _collections(text: str) -> list[Collection]:
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in COLLECTION_BY_NAME]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected collections among "
+                                         f"{', '.join(COLLECTION_BY_NAME)}")
+    return [c for c in COLLECTIONS if c.name in names]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -738,22 +1237,38 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="working folder (default: %(default)s)")
-    parser.add_argument("--seeds", type=_seeds, default=[0, 1],
-                        help="small competitions (and the kit's method seed on each), e.g. 0,1 (default)")
+    parser.add_argument("--seeds", type=_seeds, default=[0],
+                        help="small competitions, e.g. 0,1 (default: 0)")
+    parser.add_argument("--run-seeds", type=_seeds, default=[0, 1, 2],
+                        help="the runs of every method on each competition: the upstream's seed "
+                             "(PEERS_SEED) and the kit's --seed (default: 0,1,2)")
     parser.add_argument("--methods", type=lambda s: [m for m in s.split(",") if m], default=list(KIT_METHODS),
                         help="the kit's methods (default: random,heuristic,gbdt,gnn)")
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="documented",
+                        help="the upstream's flags: documented (the upstream README's commands: layout "
+                             "--epochs 10 --max_configs 1000; tile --model=EarlyJoinSAGE at its 100 "
+                             "epochs; the default) or defaults (every flag at its default: layout 50 epochs, "
+                             "all configs)")
     parser.add_argument("--peer-epochs", type=_epochs, default={},
-                        help="fewer epochs than the upstream defaults (tile 100, layout 50), e.g. "
-                             "tile=10,layout=5; the tables name the epochs each peer ran")
+                        help="other epochs than the recipe's, e.g. tile=10,layout=5; the tables name them")
+    parser.add_argument("--peer-collections", type=_collections, default=list(COLLECTIONS),
+                        help="the collections the upstream runs on (default: all five; the kit's methods "
+                             "always run all five)")
+    parser.add_argument("--equal-budget", type=_collections, default=[], metavar="COLLECTIONS",
+                        help="on these collections (e.g. tile:xla; the upstream must run them), also run "
+                             "the gnn at the upstream's training time, once per --run-seeds seed")
+    parser.add_argument("--budget-runs", type=int, default=None, metavar="N",
+                        help="--equal-budget runs on the first N --run-seeds seeds only (default: all)")
     parser.add_argument("--scale", choices=("tiny", "small"), default="small",
-                        help="the embedded competition (default: small; tiny for a quick check of the run)")
+                        help="the embedded competition (default: small; tiny, for a quick check of the "
+                             "kit's side, is refused with the upstream: too few kernels and configs)")
     parser.add_argument("--no-peers", action="store_true", help="the kit's methods only")
     parser.add_argument("--threads", type=int, default=2, help="threads of every run (default: 2)")
     parser.add_argument("--real", type=Path, default=DEFAULT_KAGGLE_TREE,
                         help="real Kaggle-layout tree for the within-graph protocol (default: %(default)s)")
     parser.add_argument("--real-peer-epochs", type=_epochs, default={},
-                        help="--peer-epochs for the real graphs (there one epoch is one step per training "
-                             "graph)")
+                        help="the upstream's epochs on the real graphs (default: as many as make it sample "
+                             "each training config once on average)")
     parser.add_argument("--real-draws", type=int, default=3, help="within-graph draws (default: 3)")
     parser.add_argument("--real-seeds", type=_seeds, default=[0], help="method seeds per draw (default: 0)")
     parser.add_argument("--no-real", action="store_true", help="the small competitions only")
@@ -766,6 +1281,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--methods: unknown {', '.join(unknown)}; choose among {', '.join(KIT_METHODS)}")
     if args.threads < 1 or args.real_draws < 1:
         parser.error("--threads and --real-draws must be >= 1")
+    outside = [c.name for c in args.equal_budget if c not in args.peer_collections]
+    if outside:
+        parser.error(f"--equal-budget: {', '.join(outside)} not among --peer-collections")
+    args.recipe = RECIPES[args.recipe]
     return args
 
 
@@ -781,9 +1300,9 @@ def main(argv: Sequence[str] | None = None, say: Callable[..., None] = print) ->
         except BenchError as exc:
             say(f"upstream baselines skipped: {exc}")
     started = time.perf_counter()
-    epochs = {key: {t: chosen.get(t, e) for t, e in PUBLISHED_EPOCHS.items()}
-              for key, chosen in (("small", args.peer_epochs), ("real", args.real_peer_epochs))}
-    results: dict = {"peer_epochs": epochs, "threads": args.threads, "small": [], "real": []}
+    results: dict = {"recipe": args.recipe.name,
+                     "recipe_text": describe_recipe(args.recipe, args.peer_epochs),
+                     "run_seeds": args.run_seeds, "threads": args.threads, "small": [], "real": []}
     try:
         if not args.no_small:
             for seed in args.seeds:
@@ -802,7 +1321,7 @@ def main(argv: Sequence[str] | None = None, say: Callable[..., None] = print) ->
     for small in results["small"]:
         say(small_table(small) + "\n")
     if results["real"]:
-        say(real_table(results["real"], args.real_draws, args.real_seeds, epochs["real"]))
+        say(real_table(results["real"], args.real_draws, args.real_seeds))
     say(f"\n{results['seconds']:.0f} s; results in {args.out / 'results.json'}")
     return 0
 

@@ -736,7 +736,7 @@ def noise_table(cells: Iterable[Cell], methods: Sequence[str], protocol: str,
 def collection_summary(cells: Iterable[Cell], protocol: str,
                        collection_of: dict[str, str]) -> dict[str, dict[str, dict]]:
     """Per collection with two graphs or more, per method: the mean of the graphs' taus and its
-    interval from resampling the graphs (``competition.stats.intervals``, as ``tpugraphs report``):
+    interval over the graphs (``competition.stats.intervals``, as ``tpugraphs report``: a t interval):
     what a run over a release's many graphs says about a collection, where each graph's own interval
     says how sure one graph is."""
     taus: dict[str, dict[str, list[float]]] = {}

@@ -314,3 +314,23 @@ def test_the_readme_shows_the_demo_table_as_the_demo_prints_it():
     expected = [table[0][:-time_and_memory], table[1], table[2][:len(table[0]) - time_and_memory]]
     expected += [line[:-time_and_memory] for line in table[3:-1]] + [table[-1]]
     assert [line.rstrip() for line in printed] == [line.rstrip() for line in expected]
+
+
+TIMED = re.compile(r"`make (demo|test|check)` (?:takes|took) (\d[\d,]*) s")
+
+
+def timings_rows() -> dict[str, str]:
+    """BENCHMARKS.md's Timings table: the first cell (the command) -> the whole row."""
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    section = text.split("## Timings", 1)[1].split("\n## ", 1)[0]
+    return {row.split("|")[1].strip(): row for row in section.splitlines() if row.startswith("| `make ")}
+
+
+def test_the_times_the_readme_quotes_are_the_timings_tables():
+    quoted = TIMED.findall(" ".join(README.read_text(encoding="utf-8").split()))
+    assert {command for command, _ in quoted} >= {"demo", "test"}, "the README quotes no make demo/test time"
+    rows = timings_rows()
+    for command, seconds in quoted:
+        row = next((r for cell, r in rows.items() if cell.startswith(f"`make {command}`")), None)
+        assert row is not None, f"BENCHMARKS.md's Timings table has no make {command} row"
+        assert f"{seconds} s" in row, f"README quotes make {command} at {seconds} s; BENCHMARKS: {row}"

@@ -31,6 +31,7 @@ from lb_support import LiveServer, bearer, client_from, form_post, init_competit
 from competition.cli import main
 from leaderboard import sessions
 from leaderboard.app import create_app
+from leaderboard.deps import KnownTeams
 from leaderboard.errors import LimitReached
 from leaderboard.models import WebSession
 from leaderboard.names import check_team_name
@@ -69,7 +70,11 @@ def _slow_refill(app) -> None:
 
 
 def _team(leaderboard, prefix: str):
-    return leaderboard.add_team(f"{prefix} {uuid.uuid4().hex[:8]}")
+    """A new team, once the server knows it: it reads the list of teams (added by another process, as
+    add-team does) at most every KnownTeams.REFRESH_S, and counts a team it has not read as unknown."""
+    added = leaderboard.add_team(f"{prefix} {uuid.uuid4().hex[:8]}")
+    time.sleep(KnownTeams.REFRESH_S)
+    return added
 
 
 def _codes(address: str, base_url: str, tokens: list[str], workers: int = 1) -> list[int]:
