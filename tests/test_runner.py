@@ -6,7 +6,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -603,9 +602,9 @@ def test_a_stopped_solve_cleans_up_the_same_for_sigint_and_sigterm(tiny_competit
     argv = ["solve", "--data", str(public(tiny_competition)), "--method", "gnn", "--out", str(out),
             "--collection", "tile:xla", "--collection", "layout:xla:random", "--quiet",
             "--param", "layout_epochs=400"]
-    running = subprocess.Popen([sys.executable, "-c", "import sys; from competition.cli import main; "
-                                "sys.exit(main(sys.argv[1:]))", *argv], cwd=ROOT, stderr=subprocess.PIPE,
-                               text=True)
+    from child_cli import argv as child
+
+    running = subprocess.Popen(child(*argv), cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not list(models.glob(model_store.STAGING_PREFIX + "*")) and time.monotonic() < deadline:

@@ -505,10 +505,11 @@ def test_ctrl_c_keeps_the_study_and_the_interrupted_trial_runs_first_on_resume(p
     import time
 
     out, storage = tmp_path / "p.json", f"sqlite:///{tmp_path / 'p.optuna.db'}"
-    args = [sys.executable, "-c", "from competition.cli import main; raise SystemExit(main())", "tune",
-            "--data", str(public), "--method", "gnn", "--collection", "layout:xla:random", "--out", str(out),
-            "--quiet", "--trials", "1", "--param", "layout_epochs=400", "--param", "hidden=8",
-            "--time-budget", "4"]
+    from child_cli import argv
+
+    args = argv("tune", "--data", str(public), "--method", "gnn", "--collection", "layout:xla:random",
+                "--out", str(out), "--quiet", "--trials", "1", "--param", "layout_epochs=400",
+                "--param", "hidden=8", "--time-budget", "4")
     running = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until the first trial runs

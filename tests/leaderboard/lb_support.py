@@ -260,3 +260,17 @@ def assert_fits_width(page, path: str, width: int = 390) -> None:
     scrolled = page.evaluate("[...document.querySelectorAll('.wide, pre')].filter("
                              "e => e.scrollWidth > e.clientWidth + 1).map(e => e.id || e.className)")
     assert scrolled == [], f"{path}: {scrolled} scroll sideways"
+
+
+def known_team(leaderboard, prefix: str):
+    """A new team (a unique name from ``prefix``), returned once a running server knows it: the server reads
+    the list of teams (added by another process, as ``add-team`` does) at most every
+    ``KnownTeams.REFRESH_S`` and counts a team it has not read as unknown to the token throttle."""
+    import time
+    import uuid
+
+    from leaderboard.deps import KnownTeams
+
+    added = leaderboard.add_team(f"{prefix} {uuid.uuid4().hex[:8]}")
+    time.sleep(KnownTeams.REFRESH_S)
+    return added

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from lb_support import LiveServer, bearer, form_post, init_competition, served_in_a_child
+from lb_support import LiveServer, bearer, form_post, init_competition, known_team, served_in_a_child
 
 from competition.cli import main
 from leaderboard import sessions
@@ -48,8 +48,7 @@ def site(tiny, tmp_path_factory):
     leaderboard.db.dispose()
 
 
-def _team(leaderboard, prefix: str):
-    return leaderboard.add_team(f"{prefix} {uuid.uuid4().hex[:8]}")
+_team = known_team  # every team a test makes is one the running server knows
 
 
 def _count(leaderboard, team_id: int) -> int:

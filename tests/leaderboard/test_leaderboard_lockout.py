@@ -18,7 +18,6 @@ import subprocess
 import threading
 import time
 import unicodedata
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,12 +25,19 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from lb_support import LiveServer, bearer, client_from, form_post, init_competition, served_in_a_child
+from lb_support import (
+    LiveServer,
+    bearer,
+    client_from,
+    form_post,
+    init_competition,
+    known_team,
+    served_in_a_child,
+)
 
 from competition.cli import main
 from leaderboard import sessions
 from leaderboard.app import create_app
-from leaderboard.deps import KnownTeams
 from leaderboard.errors import LimitReached
 from leaderboard.models import WebSession
 from leaderboard.names import check_team_name
@@ -69,12 +75,7 @@ def _slow_refill(app) -> None:
     app.state.sign_in_limit = SignInLimit(window_s=3600.0)
 
 
-def _team(leaderboard, prefix: str):
-    """A new team, once the server knows it: it reads the list of teams (added by another process, as
-    add-team does) at most every KnownTeams.REFRESH_S, and counts a team it has not read as unknown."""
-    added = leaderboard.add_team(f"{prefix} {uuid.uuid4().hex[:8]}")
-    time.sleep(KnownTeams.REFRESH_S)
-    return added
+_team = known_team  # every team a test makes is one the running server knows
 
 
 def _codes(address: str, base_url: str, tokens: list[str], workers: int = 1) -> list[int]:
