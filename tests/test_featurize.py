@@ -46,20 +46,10 @@ col = NODE_FEATURE_NAMES.index
 
 
 # ---------------------------------------------------------------------------------------------------
-# A test-only wire *encoder*, to build small protos by hand.
+# A wire encoder, to build small protos by hand (the varint is the kit's own: wire.encode_varint).
 
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # negative int64 -> ten-byte two's complement, as protobuf writes it
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+_varint = wire.encode_varint
 
 
 def fv(number: int, value: int) -> bytes:

@@ -91,6 +91,24 @@ def read_varint(buf: bytes | memoryview, pos: int, end: int, path: str = "") -> 
             raise WireFormatError(start, path, "varint longer than 10 bytes")
 
 
+def encode_varint(value: int) -> bytes:
+    """One base-128 varint, as ``read_varint`` reads it back; a negative int64 is written as protobuf
+    writes it, in ten bytes of two's complement.
+
+    >>> encode_varint(300).hex(), read_varint(encode_varint(300), 0, 2)
+    ('ac02', (300, 2))
+    """
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if not value:
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
 def iter_fields(buf: bytes | memoryview, start: int, end: int, path: str):
     """Yield ``(field_number, wire_type, value, key_offset)`` for each field in ``buf[start:end]``.
 

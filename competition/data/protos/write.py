@@ -19,7 +19,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from competition.data.protos.wire import FIXED32, FIXED64, LENGTH_DELIMITED, iter_fields, read_varint
+from competition.data.protos.wire import (
+    FIXED32,
+    FIXED64,
+    LENGTH_DELIMITED,
+    encode_varint,
+    iter_fields,
+    read_varint,
+)
 
 __all__ = ["set_layouts"]
 
@@ -31,18 +38,6 @@ class _Span(NamedTuple):
     key_end: int  # where its length prefix starts
     begin: int  # where its content starts
     stop: int  # where it ends
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def _spans(buf: memoryview, begin: int, stop: int, number: int, path: str) -> list[_Span]:
@@ -84,8 +79,8 @@ def _instruction_chain(buf: memoryview, message: str, node: int) -> list[_Span]:
 def _layout_content(buf: memoryview, layout: _Span | None, order: Sequence[int]) -> bytes:
     """A ``LayoutProto``'s content with ``minor_to_major`` set to ``order``, its other fields as read."""
     packed = bytes([(_MINOR_TO_MAJOR << 3) | LENGTH_DELIMITED])
-    values = b"".join(_varint(int(d)) for d in order)
-    run = packed + _varint(len(values)) + values
+    values = b"".join(encode_varint(int(d)) for d in order)
+    run = packed + encode_varint(len(values)) + values
     if layout is None:
         return run
     out, placed, pos = bytearray(), False, layout.begin
@@ -128,13 +123,13 @@ def _set_one(data: bytes, message: str, node: int, order: Sequence[int]) -> byte
     if layout is not None:
         chain.append(layout)
     else:  # a shape without a layout: the layout field goes before the first field numbered above 5
-        field = bytes([(_LAYOUT << 3) | LENGTH_DELIMITED]) + _varint(len(new)) + new
+        field = bytes([(_LAYOUT << 3) | LENGTH_DELIMITED]) + encode_varint(len(new)) + new
         at = next((key for number, _, _, key in iter_fields(buf, shape.begin, shape.stop, "ShapeProto")
                    if number > _LAYOUT), shape.stop)
         new = bytes(buf[shape.begin:at]) + field + bytes(buf[at:shape.stop])
     for i in range(len(chain) - 1, -1, -1):
         span = chain[i]
-        piece = bytes(buf[span.key:span.key_end]) + _varint(len(new)) + new
+        piece = bytes(buf[span.key:span.key_end]) + encode_varint(len(new)) + new
         outer = chain[i - 1] if i else _Span(0, 0, 0, len(buf))
         new = bytes(buf[outer.begin:span.key]) + piece + bytes(buf[span.stop:outer.stop])
     return new
