@@ -19,6 +19,7 @@ import re
 import tempfile
 import uuid
 import zipfile
+from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 
@@ -178,18 +179,27 @@ def codabench_problems(root: Path, document: object) -> list[str]:
     return problems
 
 
-def _task_problems(root: Path, tasks: object, problems: list[str]) -> set:
-    indexes: set = set()
-    if not isinstance(tasks, list) or not tasks:
-        problems.append("tasks: required, a list")
-        return indexes
-    for position, task in enumerate(tasks):
-        where = f"tasks[{position}]"
-        if not isinstance(task, dict) or "index" not in task:
+def _indexed(section: str, entries: list, problems: list[str]) -> Iterator[tuple[str, dict]]:
+    """``(where, entry)`` for each entry of a list whose entries need an ``index`` of their own; an entry
+    without one is a problem and skipped, an index used twice a problem."""
+    seen = set()
+    for position, entry in enumerate(entries):
+        where = f"{section}[{position}]"
+        if not isinstance(entry, dict) or "index" not in entry:
             problems.append(f"{where}: no index")
             continue
-        if task["index"] in indexes:
-            problems.append(f"{where}: index {task['index']} used twice")
+        if entry["index"] in seen:
+            problems.append(f"{where}: index {entry['index']} used twice")
+        seen.add(entry["index"])
+        yield where, entry
+
+
+def _task_problems(root: Path, tasks: object, problems: list[str]) -> set:
+    if not isinstance(tasks, list) or not tasks:
+        problems.append("tasks: required, a list")
+        return set()
+    indexes: set = set()
+    for where, task in _indexed("tasks", tasks, problems):
         indexes.add(task["index"])
         if "key" in task:
             continue
@@ -214,15 +224,7 @@ def _solution_problems(root: Path, solutions: object, task_indexes: set, problem
     if not isinstance(solutions, list):
         problems.append("solutions: a list")
         return
-    seen = set()
-    for position, solution in enumerate(solutions):
-        where = f"solutions[{position}]"
-        if not isinstance(solution, dict) or "index" not in solution:
-            problems.append(f"{where}: no index")
-            continue
-        if solution["index"] in seen:
-            problems.append(f"{where}: index {solution['index']} used twice")
-        seen.add(solution["index"])
+    for where, solution in _indexed("solutions", solutions, problems):
         if not isinstance(solution.get("tasks"), list) or not set(solution["tasks"]) <= task_indexes:
             problems.append(f"{where}: tasks must list indexes of tasks")
         if "key" not in solution and (_file(root, solution.get("path")) is None):

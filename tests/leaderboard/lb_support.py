@@ -266,7 +266,6 @@ def known_team(leaderboard, prefix: str):
     """A new team (a unique name from ``prefix``), returned once a running server knows it: the server reads
     the list of teams (added by another process, as ``add-team`` does) at most every
     ``KnownTeams.REFRESH_S`` and counts a team it has not read as unknown to the token throttle."""
-    import time
     import uuid
 
     from leaderboard.deps import KnownTeams
@@ -274,3 +273,11 @@ def known_team(leaderboard, prefix: str):
     added = leaderboard.add_team(f"{prefix} {uuid.uuid4().hex[:8]}")
     time.sleep(KnownTeams.REFRESH_S)
     return added
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory now (``VmRSS`` of /proc), for the tests that bound a server's memory."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")

@@ -16,11 +16,18 @@ import sqlite3
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
-from lb_support import LiveServer, bearer, form_post, init_competition, known_team, served_in_a_child
+from lb_support import (
+    LiveServer,
+    bearer,
+    form_post,
+    init_competition,
+    known_team,
+    rss_bytes,
+    served_in_a_child,
+)
 
 from competition.cli import main
 from leaderboard import sessions
@@ -298,13 +305,6 @@ def test_an_upload_is_held_on_disk_past_a_small_size():
     received.close()
 
 
-def _rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 @pytest.mark.slow
 def test_twenty_concurrent_16_mib_uploads_from_a_refused_team_leave_memory_bounded(tmp_path, tiny):
     url = f"sqlite:///{tmp_path / 'leaderboard.db'}"
@@ -314,7 +314,7 @@ def test_twenty_concurrent_16_mib_uploads_from_a_refused_team_leave_memory_bound
         session.add(DailyQuota(team_id=team.id, day=utcnow().date(), used=1))
     content = b"ID,TopConfigs\n" + b"0" * (16 * MIB - 100)
     with served_in_a_child(url) as (base, process):
-        before = _rss_bytes(process.pid)
+        before = rss_bytes(process.pid)
 
         def one(_: int) -> httpx.Response:
             return httpx.post(f"{base}/api/submissions", headers=bearer(token), timeout=120,
@@ -322,7 +322,7 @@ def test_twenty_concurrent_16_mib_uploads_from_a_refused_team_leave_memory_bound
 
         with ThreadPoolExecutor(20) as pool:
             answers = list(pool.map(one, range(20)))
-        after = _rss_bytes(process.pid)
+        after = rss_bytes(process.pid)
     assert [a.status_code for a in answers] == [429] * 20
     assert after - before <= 64 * MIB, f"the server grew by {(after - before) / MIB:.0f} MiB"
     leaderboard.db.dispose()

@@ -32,6 +32,7 @@ from lb_support import (
     form_post,
     init_competition,
     known_team,
+    rss_bytes,
     served_in_a_child,
 )
 
@@ -506,13 +507,6 @@ def test_the_scorer_validates_an_upload_from_disk_without_reading_it_whole(leade
     scorer.close()
 
 
-def _rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["one long line", "repeated rows", "unknown ids"])
 def test_twenty_concurrent_16_mib_uploads_from_an_allowed_team_stay_within_128_mib(tmp_path, tiny, kind):
@@ -528,13 +522,13 @@ def test_twenty_concurrent_16_mib_uploads_from_an_allowed_team_stay_within_128_m
                "unknown ids": valid + (unknown * (size // len(unknown) + 1))[:size - len(valid)]}[kind]
     with served_in_a_child(url, "--max-uncounted-per-day", "100") as (base, process):
         httpx.get(f"{base}/", timeout=30)
-        before = peak = _rss_bytes(process.pid)
+        before = peak = rss_bytes(process.pid)
         done = threading.Event()
 
         def watch() -> None:
             nonlocal peak
             while not done.is_set():
-                peak = max(peak, _rss_bytes(process.pid))
+                peak = max(peak, rss_bytes(process.pid))
                 time.sleep(0.02)
 
         watcher = threading.Thread(target=watch)
@@ -550,7 +544,7 @@ def test_twenty_concurrent_16_mib_uploads_from_an_allowed_team_stay_within_128_m
         finally:
             done.set()
             watcher.join()
-        after = _rss_bytes(process.pid)
+        after = rss_bytes(process.pid)
     assert [a.status_code for a in answers] == [422] * 20  # all admitted, validated and refused
     assert peak - before <= 128 * MIB, f"the server grew by {(peak - before) / MIB:.0f} MiB"
     assert after - before <= 64 * MIB, f"the server kept {(after - before) / MIB:.0f} MiB"
