@@ -26,7 +26,7 @@ from competition.data.graphs import Graph
 from competition.tasks import Task
 from solutions.features.graph_facts import KERNEL_FACTS, GraphFacts
 from solutions.features.log_scale import signed_log1p
-from solutions.kinds.program import Program, RankError
+from solutions.kinds.program import Program, RankError, modal_setting
 
 #: The gnn's two families of network: one config per configurable node (its configs are read per node
 #: and pooled), or one config vector per graph (read once, beside the pooled graph).
@@ -115,8 +115,6 @@ class Kind:
 
     def modal(self, configs: np.ndarray) -> np.ndarray:
         """The most common setting of each unit among ``configs``: the reference when there is no other."""
-        from solutions.kinds.program import modal_setting
-
         return modal_setting(configs[:, None, :])[0]
 
     def single_changes(self, config: np.ndarray, reference: np.ndarray,
@@ -168,8 +166,6 @@ def register(kind: Kind) -> Kind:
 
 def kind_of(task: Task | str) -> Kind:
     """The adapter of ``task`` (a task or its name); ``KindError`` naming the kinds that have one."""
-    from solutions.kinds import layout, tile  # noqa: F401 - the kit's own adapters register themselves
-
     name = task if isinstance(task, str) else task.name
     found = _KINDS.get(name)
     if found is None or (not isinstance(task, str) and found.task is not task):
@@ -178,7 +174,5 @@ def kind_of(task: Task | str) -> Kind:
     return found
 
 
-def known_kinds() -> list[Kind]:
-    """Every registered adapter, the kit's own first."""
-    kind_of("tile")
-    return list(_KINDS.values())
+# The kit's own adapters register themselves when the package is first imported (after what they use).
+from solutions.kinds import layout, tile  # noqa: E402, F401
