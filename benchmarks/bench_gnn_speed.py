@@ -28,10 +28,15 @@
    and the start-up: importing the gnn's ranker and training loop in a fresh process (CPU seconds,
    the best of three, each tree alternately).
 
+5. **Several graphs per step** (layout collections; ``--graphs-per-step G``, default 4): per graph
+   trained, the 1.0 step, today's step of one graph and today's step of G graphs
+   (``layout_graphs_per_step=G``: the graphs scored in one pass), interleaved rounds, each variant
+   training on about as many graphs a round.
+
 Prints markdown tables.
 
 usage: python -m benchmarks.bench_gnn_speed [--data PUBLIC_DIR] [--collection NAME ...] [--steps 100]
-       [--rounds 3] [--baseline-tree DIR]
+       [--rounds 3] [--baseline-tree DIR] [--graphs-per-step 4]
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -112,6 +117,7 @@ class StepTimes:
     """Seconds per phase over the steps of one round, wall and CPU."""
 
     steps: int = 0
+    graphs: int = 0  # graphs trained on (a step of several graphs counts each)
     wall: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
 
@@ -120,6 +126,10 @@ class StepTimes:
         out = {phase: 1e3 * seconds / max(1, self.steps) for phase, seconds in times.items()}
         out["step"] = sum(out[p] for p in PHASES)
         return out
+
+    def per_graph_ms(self, clock: str = "wall") -> float:
+        times = self.wall if clock == "wall" else self.cpu
+        return 1e3 * sum(times.values()) / max(1, self.graphs)
 
 
 class Runner:
@@ -168,6 +178,7 @@ class Runner:
             float(loss.detach())
             clock.lap("other")
             times.steps += 1
+            times.graphs += len(chosen)
 
     def weights(self) -> dict[str, torch.Tensor]:
         """Every parameter, and the average's when there is one (the 1.0 names)."""
@@ -224,6 +235,35 @@ def compare_steps(examples: list, config: GNNConfig, task: Task, *, steps: int, 
     return {"times": results, "identical": same, "max_apart": apart,
             "steps_compared": warmup + steps * rounds, "flops": step_flops(runners["after"]),
             "graphs": len(runners["after"].run.examples)}
+
+
+def _copy(model: torch.nn.Module) -> torch.nn.Module:
+    copied = copy.deepcopy(model)
+    copied.task = model.task  # the task itself, not a copy (kinds are found by it)
+    return copied
+
+
+def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, graphs: int, steps: int,
+                            rounds: int, seed: int = 0, warmup: int = 10) -> dict[str, list[StepTimes]]:
+    """Section (5) on one layout collection: the 1.0 step, today's step of one graph and today's step of
+    ``graphs`` graphs (``layout_graphs_per_step``), from the same weights, ``rounds`` interleaved rounds
+    of ``steps`` steps each (the batched variant takes ``steps / graphs`` steps a round, so every variant
+    trains on about as many graphs)."""
+    torch.manual_seed(seed)
+    model = training.kind_plan(task, config).network(config)
+    batched = replace(config, layout_graphs_per_step=graphs)
+    runners = {"1.0": Runner(with_pyg_layers(model), examples, config, reference=True, seed=seed),
+               "1 graph": Runner(_copy(model), examples, config, reference=False, seed=seed),
+               f"{graphs} graphs": Runner(_copy(model), examples, batched, reference=False, seed=seed)}
+    for runner in runners.values():
+        runner.steps(warmup)
+    results: dict[str, list[StepTimes]] = {v: [] for v in runners}
+    for r in range(rounds):
+        for variant in (list(runners) if r % 2 == 0 else list(runners)[::-1]):
+            times = StepTimes()
+            runners[variant].steps(max(1, steps // graphs) if variant.endswith(" graphs") else steps, times)
+            results[variant].append(times)
+    return results
 
 
 # --------------------------------------------------------------------------------------------------
@@ -315,6 +355,22 @@ def step_table(name: str, result: dict, peak: float) -> str:
     return "\n".join(rows)
 
 
+def graphs_table(name: str, results: dict[str, list[StepTimes]]) -> str:
+    """Section (5): per graph trained, each variant's median time and its speed-up over 1.0's, per round."""
+    out = [f"**{name}**, per graph trained (median of {len(results['1.0'])} interleaved rounds):", "",
+           "| step | ms per step (CPU) | graphs per step | ms per graph (wall) | ms per graph (CPU) | "
+           "1.0 / this, CPU, per round |", "|---|---|---|---|---|---|"]
+    for variant, rounds in results.items():
+        ratios = [b.per_graph_ms("cpu") / t.per_graph_ms("cpu")
+                  for b, t in zip(results["1.0"], rounds, strict=True)]
+        out.append(f"| {variant} | {_median([t.per_step_ms('cpu')['step'] for t in rounds]):.2f} | "
+                   f"{rounds[0].graphs / max(1, rounds[0].steps):.1f} | "
+                   f"{_median([t.per_graph_ms('wall') for t in rounds]):.2f} | "
+                   f"{_median([t.per_graph_ms('cpu') for t in rounds]):.2f} | "
+                   + ", ".join(f"{r:.2f}x" for r in ratios) + " |")
+    return "\n".join(out)
+
+
 def whole_table(rows: list[tuple[str, dict, dict]]) -> str:
     out = ["| collection | before wall s | after wall s | before CPU s | after CPU s | CPU ratio | "
            "same submission |", "|---|---|---|---|---|---|---|"]
@@ -349,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-tree", type=Path,
                         help="a checkout of the code before: also time whole 'tpugraphs solve' runs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--graphs-per-step", type=int, default=4,
+                        help="(5): the layout step of this many graphs against one graph's (0: skip)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     data = Path(args.data) if args.data else find_data(scale="small").public_dir
@@ -367,6 +425,11 @@ def main(argv: list[str] | None = None) -> int:
                                seed=args.seed)
         print()
         print(step_table(name, result, peak))
+        if args.graphs_per_step and collection.task.name == "layout":
+            print()
+            print(graphs_table(name, compare_graphs_per_step(
+                examples, config, collection.task, graphs=args.graphs_per_step, steps=args.steps,
+                rounds=args.rounds, seed=args.seed)))
     if args.baseline_tree:
         rows = []
         with tempfile.TemporaryDirectory() as tmp:

@@ -4,6 +4,7 @@ competition."""
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from dataclasses import replace
 
@@ -834,3 +835,127 @@ def test_a_graph_without_configurable_nodes_keeps_the_update_tensor_by_tensor():
     bare = replace(examples[0], inputs=replace(examples[0].inputs, config_node_ids=no_rows))
     run, _ = _start(LayoutRanker.from_settings(config), [bare, examples[1]], [], config, 0, cpu, True, None)
     assert run.update.parameters is None
+
+
+# -- several layout graphs per step (layout_graphs_per_step) -------------------------------------------
+
+
+def _batched_inputs(examples: list, engineered: bool = True):
+    """Every config of each example, side by side, filled up to the largest with its first config."""
+    from solutions.methods.gnn.data import layout_batch
+
+    index = [torch.arange(e.num_configs) for e in examples]
+    width = max(len(i) for i in index)
+    filled = [torch.cat([i, i[:1].expand(width - len(i))]) for i in index]
+    padding = torch.stack([torch.arange(width) >= len(i) for i in index])
+    digits = torch.cat([e.configs.digits(i) for e, i in zip(examples, filled, strict=True)], dim=1)
+    rows = (torch.stack([e.engineered_rows(i) for e, i in zip(examples, filled, strict=True)])
+            if engineered else None)
+    runtimes = torch.stack([e.runtime[i] for e, i in zip(examples, filled, strict=True)])
+    return layout_batch([e.inputs for e in examples]), digits, rows, padding, runtimes, index
+
+
+@pytest.mark.parametrize("attention", [True, False])
+@pytest.mark.parametrize("config_layers", [0, 1])
+def test_several_graphs_in_one_pass_score_as_each_alone(attention, config_layers):
+    """score_graphs (the union of graphs, filler configs masked) against forward on each graph alone."""
+    from solutions.methods.gnn.train import grouped_hinge_loss
+
+    torch.manual_seed(0)
+    examples = [make_example(f"g{i}", layout_graph(num_configs=n, seed=i), transform=ONEHOP, compress=True,
+                             engineered=True) for i, n in enumerate((12, 5, 9))]
+    assert len({e.num_configs for e in examples}) == 3  # the filler is exercised
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=attention,
+                                                 config_layers=config_layers, heuristic_prior=1.0))
+    batch, digits, rows, padding, runtimes, index = _batched_inputs(examples)
+    together = model.score_graphs(batch, digits, engineered=rows, padding=padding)
+    losses = grouped_hinge_loss(together, runtimes, padding, margin=0.1)
+    for g, (example, i) in enumerate(zip(examples, index, strict=True)):
+        alone = model(example.inputs, example.configs.digits(i), engineered=example.engineered_rows(i))
+        torch.testing.assert_close(together[g, : len(i)], alone, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(losses[g], pairwise_hinge_loss(alone, example.runtime[i], margin=0.1),
+                                   rtol=1e-5, atol=1e-6)
+    losses.mean().backward()  # the filler configs get no gradient through the loss
+    assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize(("scores", "runtimes", "padding", "expected"), [
+    ([[0.0, 1.0, 2.0]], [[1, 2, 3]], None, [0.0]),
+    ([[2.0, 1.0, 0.0]], [[1, 2, 3]], None, [(1.1 + 2.1 + 1.1) / 3]),
+    ([[2.0, 1.0, 0.0]], [[1, 2, 3]], [[False, False, True]], [1.1]),  # the filler forms no pair
+    ([[5.0, 0.0], [0.0, 1.0]], [[7, 7], [1, 2]], None, [0.0, 0.0]),  # a tie: no pair, loss 0
+    ([[0.0, 5.0], [0.0, 0.0]], [[1, 2], [2, 1]], None, [0.0, 0.1]),  # rows never pair with each other
+])
+def test_grouped_hinge_is_the_pairwise_hinge_of_each_row(scores, runtimes, padding, expected):
+    from solutions.methods.gnn.train import grouped_hinge_loss
+
+    got = grouped_hinge_loss(torch.tensor(scores), torch.tensor(runtimes, dtype=torch.float64),
+                             None if padding is None else torch.tensor(padding), margin=0.1)
+    assert got.tolist() == pytest.approx(expected)
+
+
+def test_a_step_of_several_graphs_is_the_mean_of_their_losses():
+    """Graphs with and without configurable nodes in one step; every config sampled, so the draws do not
+    matter (the loss ignores the order of a graph's configs)."""
+    from solutions.methods.gnn.train import _layout_step
+
+    torch.manual_seed(1)
+    examples = hand_made_layout_examples(3)
+    graph = layout_graph(num_configs=7, seed=5, duplicates=False)
+    bare = make_example("bare", replace(graph, node_config_feat=graph.node_config_feat[:, :0],
+                                        node_config_ids=graph.node_config_ids[:0]),
+                        transform=None, compress=False, engineered=True)
+    assert not bare.inputs.config_node_ids.numel() and bare.num_configs == 7
+    config = GNNConfig(hidden=8, layers=1, layout_configs_per_graph=64)
+    model = LayoutRanker.from_settings(config)
+    chosen = list(enumerate([examples[1], bare, examples[2]]))
+    cpu, rng = torch.device("cpu"), np.random.default_rng(0)
+    step = _layout_step(model, chosen, config, rng, cpu, True)
+    alone = [_layout_step(model, [pair], config, rng, cpu, True) for pair in chosen]
+    torch.testing.assert_close(step, torch.stack(alone).mean(), rtol=1e-5, atol=1e-7)
+
+
+def test_rows_of_more_configurable_nodes_than_a_key_can_hold_are_not_deduplicated(monkeypatch):
+    from solutions.methods.gnn import model as model_module
+
+    torch.manual_seed(0)
+    example = make_example("g", layout_graph(num_configs=9), transform=ONEHOP, compress=True,
+                           engineered=False)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, engineered_features=False))
+    state, digits = model.encode_nodes(example.inputs), example.configs.digits()
+    expected = model.encode_configs(example.inputs, state, digits)
+    monkeypatch.setattr(model_module, "MAX_DEDUP_NODES", 1)  # the graph's 2 configurable nodes: "too many"
+    calls = []
+    monkeypatch.setattr(torch, "unique", lambda *a, **k: calls.append(1))
+    torch.testing.assert_close(model.encode_configs(example.inputs, state, digits), expected)
+    assert not calls
+
+
+def test_score_graphs_refuses_what_it_cannot_batch():
+    example = hand_made_layout_examples(1)[0]
+    from solutions.methods.gnn.data import layout_batch
+
+    early = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early"))
+    digits = example.configs.digits()
+    with pytest.raises(ValueError, match="needs fusion=intermediate"):
+        early.score_graphs(layout_batch([example.inputs]), digits)
+    bare = replace(example.inputs, config_node_ids=torch.zeros(0, dtype=torch.long),
+                   common_rows=torch.zeros(0, 18, dtype=torch.long), links=None)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, engineered_features=False))
+    with pytest.raises(ValueError, match="configurable nodes in every graph"):
+        model.score_graphs(layout_batch([example.inputs, bare]), digits)
+
+
+def test_graph_segment_training_refuses_several_graphs_per_step():
+    with pytest.raises(SettingError, match="gst with layout_graphs_per_step=2.*layout_graphs_per_step=1"):
+        GNNConfig(training="gst", fusion="early", layout_graphs_per_step=2)
+
+
+@pytest.mark.parametrize("graphs", [1, 3])
+def test_an_epoch_of_several_graphs_a_step_sees_every_graph(tiny_competition, graphs):
+    ranker = fit(tiny_competition, LAYOUT, {"layout_graphs_per_step": graphs})
+    train_graphs = ranker.result.train_graphs
+    per_epoch = math.ceil(max(train_graphs, GNNConfig().layout_min_epoch_steps) / graphs)
+    assert ranker.result.steps == FAST["layout_epochs"] * per_epoch
+    graph = next(iter_split(tiny_competition / "public", LAYOUT, "test"))[1]
+    assert np.isfinite(ranker.predict(LAYOUT, graph)).all()

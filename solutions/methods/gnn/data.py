@@ -427,3 +427,48 @@ def tile_batch(examples: list[TileExample], config_index: list[torch.Tensor]) ->
             if labeled else None
         ),
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Layout batches
+
+
+@dataclass
+class LayoutBatch:
+    """Several layout graphs as one disjoint graph (``layout_graphs_per_step``): their nodes, edges,
+    configurable nodes and the links between those placed one graph after the other, so one pass of the
+    model serves all of them (``LayoutRanker.score_graphs``).
+
+    Shapes: G graphs, NC configurable nodes in all; ``inputs`` is the union as one ``LayoutInputs``
+    (its ``links`` set).
+    """
+
+    inputs: LayoutInputs
+    config_ptr: torch.Tensor  # (G + 1,) int64: graph g owns configurable nodes config_ptr[g]:config_ptr[g+1]
+
+    @property
+    def num_graphs(self) -> int:
+        return int(self.config_ptr.shape[0]) - 1
+
+    def to(self, device: torch.device | str) -> LayoutBatch:
+        return LayoutBatch(self.inputs.to(device), self.config_ptr.to(device))
+
+
+def _offsets(sizes: list[int]) -> torch.Tensor:
+    counts = torch.tensor(sizes, dtype=torch.int64)
+    return torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(counts, 0)])
+
+
+def layout_batch(parts: list[LayoutInputs]) -> LayoutBatch:
+    """The disjoint union of layout graphs (each graph's links computed once, then offset)."""
+    nodes = _offsets([p.num_nodes for p in parts])
+    config_ptr = _offsets([int(p.config_node_ids.shape[0]) for p in parts])
+    union = LayoutInputs(
+        node_feat=torch.cat([p.node_feat for p in parts]),
+        node_opcode=torch.cat([p.node_opcode for p in parts]),
+        edge_index=torch.cat([p.edge_index + nodes[g] for g, p in enumerate(parts)], dim=1),
+        config_node_ids=torch.cat([p.config_node_ids + nodes[g] for g, p in enumerate(parts)]),
+        common_rows=torch.cat([p.common_rows for p in parts]),
+        links=torch.cat([p.config_links() + config_ptr[g] for g, p in enumerate(parts)], dim=1),
+    )
+    return LayoutBatch(union, config_ptr)

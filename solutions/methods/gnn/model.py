@@ -59,7 +59,7 @@ from solutions.compute.accel import scatter_mean, segment
 from solutions.features.layout import layout_feature_names
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.methods.gnn.config_store import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW
-from solutions.methods.gnn.data import LayoutInputs, TileBatch, config_vector_width
+from solutions.methods.gnn.data import LayoutBatch, LayoutInputs, TileBatch, config_vector_width
 from solutions.methods.gnn.engineered import ENGINEERED_LAYOUT_COLUMNS
 from solutions.methods.gnn.settings import FUSIONS, GNNConfig
 
@@ -201,6 +201,7 @@ def mean_max_pool(x: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.cat([x.mean(dim=dim), x.amax(dim=dim)], dim=-1)
 
 
+MAX_DEDUP_NODES = (2**63 - 1) // 7**18 - 1  # configurable nodes a (node, row) key can tell apart (5,663)
 HEURISTIC_COLUMN = layout_feature_names().index("heuristic_log_cost")  # of the engineered rows
 ROW_FEATURES = 2 * LAYOUT_SLOTS + LAYOUT_SLOTS_PER_ROW  # output_slot_features + "differs from the common row"
 
@@ -209,7 +210,9 @@ class ConfigAttention(nn.Module):
     """One pre-norm transformer block across configs: queries (B, w) attend to context (K, w) -> (B, w).
 
     No positional encoding: the configs of a graph are a set. With ``context`` None the queries are
-    their own context (a training step's batch).
+    their own context (a training step's batch). Several graphs at once: queries (G, B, w), each
+    graph's configs attending to each other, ``padding`` (G, B) True where a config is filler (it is
+    attended to by nobody) -> (G, B, w).
     """
 
     def __init__(self, width: int, heads: int = 4) -> None:
@@ -220,7 +223,12 @@ class ConfigAttention(nn.Module):
         self.norm_ff = nn.LayerNorm(width)
         self.feed_forward = mlp([width, width, width])
 
-    def forward(self, queries: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, queries: torch.Tensor, context: torch.Tensor | None = None,
+                padding: torch.Tensor | None = None) -> torch.Tensor:
+        if queries.dim() == 3:  # (G, B, w): one batch entry per graph
+            q = self.norm(queries)
+            x = queries + self.attention(q, q, q, key_padding_mask=padding, need_weights=False)[0]
+            return x + self.feed_forward(self.norm_ff(x))
         q = self.norm(queries).unsqueeze(0)
         kv = q if context is None else self.norm(context).unsqueeze(0)
         x = queries + self.attention(q, kv, kv, need_weights=False)[0].squeeze(0)
@@ -343,10 +351,10 @@ class LayoutRanker(nn.Module):
         batch, nc = digits.shape[:2]
         nodes = torch.arange(nc, device=digits.device).expand(batch, nc).reshape(-1)
         flat = digits.reshape(-1, LAYOUT_SLOTS_PER_ROW)
-        if not dedup_rows:
+        if not dedup_rows or nc > MAX_DEDUP_NODES:  # the key below would overflow: the rows undeduplicated
             return self._row_network(inputs, node_state, nodes, flat).reshape(batch, nc, -1)
         # Key of a (node, row) pair: the node, then the row's 18 base-7 digits (< 7**18 * nc < 2**63
-        # for nc up to ~5,600 configurable nodes; the released maximum is ~2,250).
+        # for nc up to MAX_DEDUP_NODES configurable nodes; the released maximum is ~2,250 a graph).
         weights = LAYOUT_DIGITS ** torch.arange(LAYOUT_SLOTS_PER_ROW - 1, -1, -1, device=digits.device)
         key = nodes * LAYOUT_DIGITS**LAYOUT_SLOTS_PER_ROW + (flat * weights).sum(dim=-1)
         unique_keys, inverse = torch.unique(key, return_inverse=True)
@@ -419,7 +427,7 @@ class LayoutRanker(nn.Module):
         (0 when off): the network then learns what to change in the heuristic's order."""
         if not self.heuristic_prior or engineered is None:
             return 0.0
-        return self.heuristic_prior * engineered[:, HEURISTIC_COLUMN]
+        return self.heuristic_prior * engineered[..., HEURISTIC_COLUMN]
 
     def forward_encoded(self, inputs: LayoutInputs, node_state: torch.Tensor, digits: torch.Tensor, *,
                         dedup_rows: bool = True, context: torch.Tensor | None = None,
@@ -427,6 +435,34 @@ class LayoutRanker(nn.Module):
         """Score configs given ``encode_nodes``'s output: (n, h), (B, nc, 18), (B, F) -> (B,)."""
         return self.score_pooled(self.pool_configs(inputs, node_state, digits, dedup_rows=dedup_rows,
                                                    engineered=engineered), context) + self.prior(engineered)
+
+    def score_graphs(self, batch: LayoutBatch, digits: torch.Tensor, *, dedup_rows: bool = True,
+                     engineered: torch.Tensor | None = None,
+                     padding: torch.Tensor | None = None) -> torch.Tensor:
+        """Several graphs' configs in one pass (intermediate fusion; every graph with configurable nodes):
+        B configs of each graph, row b of ``digits`` holding config b of every graph side by side.
+
+        What ``forward`` gives each graph alone, up to float rounding (the pooling sums in another
+        order; ``tests/test_gnn.py``). ``padding`` (G, B) marks filler configs of graphs with fewer
+        than B: they are scored, and attended to by nobody.
+
+        Shapes: ``LayoutBatch`` of G graphs with NC configurable nodes in all, digits (B, NC, 18),
+        engineered (G, B, F) or None, padding (G, B) bool or None -> (G, B) scores, lower = faster.
+        """
+        if self.fusion != "intermediate":
+            raise ValueError("score_graphs needs fusion=intermediate (early fusion scores one graph a pass)")
+        counts = batch.config_ptr[1:] - batch.config_ptr[:-1]
+        if bool((counts == 0).any()):
+            raise ValueError("score_graphs needs configurable nodes in every graph of the batch")
+        states = self.configurable_states(batch.inputs, self.encode_nodes(batch.inputs), digits,
+                                          dedup_rows=dedup_rows)  # (B, NC, h)
+        nodes_first = states.movedim(1, 0)  # (NC, B, h): each graph's configurable nodes are a run of rows
+        pooled = torch.cat([segment(nodes_first, batch.config_ptr, reduce="mean"),
+                            segment(nodes_first, batch.config_ptr, reduce="max")], dim=-1)  # (G, B, 2h)
+        pooled = self.add_engineered(pooled, engineered)
+        if self.attention is not None:
+            pooled = self.attention(pooled, padding=padding)
+        return self.head(pooled).squeeze(-1) + self.prior(engineered)
 
     def forward(self, inputs: LayoutInputs, digits: torch.Tensor, *, dedup_rows: bool = True,
                 engineered: torch.Tensor | None = None) -> torch.Tensor:

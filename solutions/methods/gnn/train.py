@@ -6,12 +6,14 @@ smooth-ish surrogate of Kendall tau, which counts exactly these pairs, each with
 blind to the scale of the runtimes. Tied runtimes form no pair (why the hinge: docs/defaults.md).
 
 **Steps.** What differs by kind is one ``KindPlan``, built once from the task
-(``kind_plan``). Graphs with a config per configurable node (layout): one graph per step,
-``layout_configs_per_graph`` of its (distinct) configs sampled without replacement and scored in one
-batched pass; an epoch is one pass over the training graphs in a random order, and at least
-``layout_min_epoch_steps`` graph steps (over all processes; each process takes its share): a split of
-fewer graphs is passed over again within the epoch (each graph as often as the others, give or take
-one), so that a model trained on one real graph's configs still takes enough steps. Graphs with one
+(``kind_plan``). Graphs with a config per configurable node (layout): ``layout_graphs_per_step``
+graphs per step, ``layout_configs_per_graph`` of each one's (distinct) configs sampled without
+replacement, all scored in one batched pass (intermediate fusion: the graphs as one disjoint graph,
+``LayoutRanker.score_graphs``), the step's loss the mean of the graphs' losses; an epoch is one
+pass over the training graphs in a random order, and at least ``layout_min_epoch_steps`` graphs (over
+all processes; each process takes its share): a split of fewer graphs is passed over again within the
+epoch (each graph as often as the others, give or take one), so that a model trained on one real
+graph's configs still takes enough steps. Graphs with one
 config per run (tile): ``tile_graphs_per_step`` kernels per step as one disjoint graph, up to
 ``tile_configs_per_graph`` configs of each; pairs only form within a kernel.
 
@@ -53,7 +55,7 @@ from competition.tasks import Task
 from solutions.compute import distributed
 from solutions.kinds import CONFIGS_PER_NODE, kind_of
 from solutions.methods.base import report_validation
-from solutions.methods.gnn.data import LayoutExample, TileExample, tile_batch
+from solutions.methods.gnn.data import LayoutExample, TileExample, layout_batch, tile_batch
 from solutions.methods.gnn.gst import SegmentTraining, gst_layout_scores
 from solutions.methods.gnn.model import LayoutRanker, TileRanker, context_index
 from solutions.methods.gnn.settings import GNNConfig
@@ -85,6 +87,19 @@ def pairwise_hinge_loss(scores: torch.Tensor, runtimes: torch.Tensor, groups: to
         return scores.sum() * 0.0
     cost = torch.relu(margin + scores[:, None] - scores[None, :])
     return cost[faster].mean()
+
+
+def grouped_hinge_loss(scores: torch.Tensor, runtimes: torch.Tensor, padding: torch.Tensor | None = None, *,
+                       margin: float = 0.1) -> torch.Tensor:
+    """``pairwise_hinge_loss`` of each row: the configs of one graph per row, (G, B) -> (G,).
+
+    ``padding`` (G, B) True where an entry is filler: it forms no pair. A row without a pair has loss 0.
+    """
+    faster = runtimes[:, :, None] < runtimes[:, None, :]
+    if padding is not None:
+        faster = faster & ~padding[:, :, None] & ~padding[:, None, :]
+    cost = torch.relu(margin + scores[:, :, None] - scores[:, None, :]) * faster
+    return cost.sum(dim=(1, 2)) / faster.sum(dim=(1, 2)).clamp(min=1)
 
 
 def ranking_loss(config: GNNConfig, scores: torch.Tensor, runtimes: torch.Tensor,
@@ -211,7 +226,8 @@ class KindPlan:
 def kind_plan(task: Task, config: GNNConfig) -> KindPlan:
     """The plan of ``task``'s graphs: one config per configurable node (layout) or per graph (tile)."""
     if kind_of(task).gnn_family == CONFIGS_PER_NODE:
-        return KindPlan(functools.partial(LayoutRanker.from_settings, task=task), config.layout_epochs, 1,
+        return KindPlan(functools.partial(LayoutRanker.from_settings, task=task), config.layout_epochs,
+                        config.layout_graphs_per_step,
                         config.layout_min_epoch_steps, config.layout_valid_configs, _layout_step,
                         predict_layout, True)
     return KindPlan(functools.partial(TileRanker.from_settings, task=task), config.tile_epochs,
@@ -499,7 +515,7 @@ def _ema_decay(epochs: float, steps_per_epoch: int) -> float:
 def epoch_steps(run: _Run) -> Iterator[list[tuple[int, LayoutExample | TileExample]]]:
     """The graphs of each step of one epoch, ``(index, example)`` pairs, drawn from ``run.rng``: a random
     order of the training graphs, made up to the most any process holds, and passed over again up to
-    the epoch's minimum of graph steps."""
+    the epoch's minimum of graphs."""
     order = run.rng.permutation(len(run.examples))
     if len(order) < run.most:  # this rank's shard is short: repeat some of its graphs
         order = np.concatenate([order, run.rng.choice(len(run.examples), size=run.most - len(order))])
@@ -566,11 +582,49 @@ def _sample(n: int, k: int, rng: np.random.Generator) -> torch.Tensor:
 
 def _layout_step(model: LayoutRanker, chosen: list[tuple[int, LayoutExample]], config: GNNConfig,
                  rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
-    example = chosen[0][1]  # one graph per step
+    """The loss of one step: the mean of its graphs' ranking losses, each over
+    ``layout_configs_per_graph`` of its configs. Several graphs with configurable nodes are scored in one
+    pass where the model allows (``_batched_layout_losses``), the others one by one."""
+    if len(chosen) == 1:
+        return _one_layout_loss(model, chosen[0][1], config, rng, device, dedup_rows)
+    batchable = [model.fusion == "intermediate" and bool(e.inputs.config_node_ids.numel()) for _, e in chosen]
+    together = [e for (_, e), b in zip(chosen, batchable, strict=True) if b]
+    alone = [e for (_, e), b in zip(chosen, batchable, strict=True) if not b]
+    losses = [_one_layout_loss(model, e, config, rng, device, dedup_rows) for e in alone]
+    if len(together) == 1:
+        losses.append(_one_layout_loss(model, together[0], config, rng, device, dedup_rows))
+    elif together:
+        losses.append(_batched_layout_losses(model, together, config, rng, device, dedup_rows))
+    return torch.cat([loss.reshape(-1) for loss in losses]).mean()
+
+
+def _one_layout_loss(model: LayoutRanker, example: LayoutExample, config: GNNConfig, rng: np.random.Generator,
+                     device: torch.device, dedup_rows: bool) -> torch.Tensor:
     index = _sample(example.num_configs, config.layout_configs_per_graph, rng)
     scores = model(example.inputs.to(device), example.configs.digits(index).to(device), dedup_rows=dedup_rows,
                    engineered=example.engineered_rows(index, device))
     return ranking_loss(config, scores, example.runtime[index].to(device))
+
+
+def _batched_layout_losses(model: LayoutRanker, examples: list[LayoutExample], config: GNNConfig,
+                           rng: np.random.Generator, device: torch.device, dedup_rows: bool) -> torch.Tensor:
+    """Each graph's ranking loss (G,), the graphs scored in one pass (``LayoutRanker.score_graphs``). A
+    graph with fewer configs than the others is filled up with copies of its first sampled config,
+    which form no pair and are attended to by nobody."""
+    indices = [_sample(e.num_configs, config.layout_configs_per_graph, rng) for e in examples]
+    width = max(len(i) for i in indices)
+    filled = [torch.cat([i, i[:1].expand(width - len(i))]) for i in indices]
+    padding = torch.stack([torch.arange(width) >= len(i) for i in indices])
+    batch = layout_batch([e.inputs for e in examples]).to(device)
+    digits = torch.cat([e.configs.digits(i) for e, i in zip(examples, filled, strict=True)], dim=1)
+    engineered = None
+    if model.engineered is not None:
+        engineered = torch.stack([e.engineered_rows(i, device)
+                                  for e, i in zip(examples, filled, strict=True)])
+    scores = model.score_graphs(batch, digits.to(device), dedup_rows=dedup_rows, engineered=engineered,
+                                padding=padding.to(device))
+    runtimes = torch.stack([e.runtime[i] for e, i in zip(examples, filled, strict=True)]).to(device)
+    return grouped_hinge_loss(scores, runtimes, padding.to(device), margin=config.margin)
 
 
 def _gst_step(gst: SegmentTraining, model: LayoutRanker, chosen: list[tuple[int, LayoutExample]],
