@@ -29,9 +29,9 @@
    the best of three, each tree alternately).
 
 5. **Several graphs per step** (layout collections; ``--graphs-per-step G``, default 4): per graph
-   trained, the 1.0 step, today's step of one graph and today's step of G graphs
-   (``layout_graphs_per_step=G``: the graphs scored in one pass), interleaved rounds, each variant
-   training on about as many graphs a round.
+   trained, the 1.0 step, today's step of one graph and the variant step of G graphs (the graphs
+   scored in one pass as one disjoint graph, ``kind_plan(..., layout_graphs_per_step=G)``; no fit
+   uses it, docs/gnn.md), interleaved rounds, each variant training on about as many graphs a round.
 
 Prints markdown tables.
 
@@ -52,7 +52,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -137,8 +137,9 @@ class Runner:
     order of graphs)."""
 
     def __init__(self, model: torch.nn.Module, examples: list, config: GNNConfig, *, reference: bool,
-                 seed: int = 0) -> None:
-        self.run, _ = training._start(model, examples, [], config, seed, torch.device("cpu"), True, None)
+                 seed: int = 0, layout_graphs_per_step: int = 1) -> None:
+        self.run, _ = training._start(model, examples, [], config, seed, torch.device("cpu"), True, None,
+                                      layout_graphs_per_step=layout_graphs_per_step)
         if reference:  # the 1.0 update (tensor by tensor) instead of the flat one
             self.run.update.close()
             total_steps = self.run.plan.epochs * self.run.steps_per_epoch
@@ -245,16 +246,17 @@ def _copy(model: torch.nn.Module) -> torch.nn.Module:
 
 def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, graphs: int, steps: int,
                             rounds: int, seed: int = 0, warmup: int = 10) -> dict[str, list[StepTimes]]:
-    """Section (5) on one layout collection: the 1.0 step, today's step of one graph and today's step of
-    ``graphs`` graphs (``layout_graphs_per_step``), from the same weights, ``rounds`` interleaved rounds
+    """Section (5) on one layout collection: the 1.0 step, today's step of one graph and the variant step
+    of ``graphs`` graphs (``kind_plan``'s ``layout_graphs_per_step``), from the same weights, ``rounds``
+    interleaved rounds
     of ``steps`` steps each (the batched variant takes ``steps / graphs`` steps a round, so every variant
     trains on about as many graphs)."""
     torch.manual_seed(seed)
     model = training.kind_plan(task, config).network(config)
-    batched = replace(config, layout_graphs_per_step=graphs)
     runners = {"1.0": Runner(with_pyg_layers(model), examples, config, reference=True, seed=seed),
                "1 graph": Runner(_copy(model), examples, config, reference=False, seed=seed),
-               f"{graphs} graphs": Runner(_copy(model), examples, batched, reference=False, seed=seed)}
+               f"{graphs} graphs": Runner(_copy(model), examples, config, reference=False, seed=seed,
+                                          layout_graphs_per_step=graphs)}
     for runner in runners.values():
         runner.steps(warmup)
     results: dict[str, list[StepTimes]] = {v: [] for v in runners}

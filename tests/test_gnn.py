@@ -837,7 +837,7 @@ def test_a_graph_without_configurable_nodes_keeps_the_update_tensor_by_tensor():
     assert run.update.parameters is None
 
 
-# -- several layout graphs per step (layout_graphs_per_step) -------------------------------------------
+# -- several layout graphs per step (the variant kind_plan builds and bench_gnn_speed measures) --------
 
 
 def _batched_inputs(examples: list, engineered: bool = True):
@@ -947,15 +947,31 @@ def test_score_graphs_refuses_what_it_cannot_batch():
 
 
 def test_graph_segment_training_refuses_several_graphs_per_step():
-    with pytest.raises(SettingError, match="gst with layout_graphs_per_step=2.*layout_graphs_per_step=1"):
-        GNNConfig(training="gst", fusion="early", layout_graphs_per_step=2)
+    from solutions.methods.gnn.train import _start
+
+    config = GNNConfig(hidden=8, layers=1, training="gst", fusion="early")
+    with pytest.raises(ValueError, match="one layout graph at a time"):
+        _start(LayoutRanker.from_settings(config), hand_made_layout_examples(2), [], config, 0,
+               torch.device("cpu"), True, None, layout_graphs_per_step=2)
 
 
-@pytest.mark.parametrize("graphs", [1, 3])
-def test_an_epoch_of_several_graphs_a_step_sees_every_graph(tiny_competition, graphs):
-    ranker = fit(tiny_competition, LAYOUT, {"layout_graphs_per_step": graphs})
-    train_graphs = ranker.result.train_graphs
-    per_epoch = math.ceil(max(train_graphs, GNNConfig().layout_min_epoch_steps) / graphs)
-    assert ranker.result.steps == FAST["layout_epochs"] * per_epoch
-    graph = next(iter_split(tiny_competition / "public", LAYOUT, "test"))[1]
-    assert np.isfinite(ranker.predict(LAYOUT, graph)).all()
+@pytest.mark.parametrize(("graphs", "sizes", "counts"), [(1, [1] * 8, [1, 1, 2, 2, 2]),
+                                                         (3, [3, 3, 3], [1, 2, 2, 2, 2])])
+def test_an_epoch_of_several_graphs_a_step_sees_every_graph(graphs, sizes, counts):
+    """5 graphs, at least 8 an epoch (layout_min_epoch_steps), in full steps of ``graphs``: every graph
+    once or twice; every step trains."""
+    from solutions.methods.gnn.train import _start, epoch_steps
+
+    config = GNNConfig(hidden=8, layers=1)
+    run, _ = _start(LayoutRanker.from_settings(config), hand_made_layout_examples(5), [], config, 0,
+                    torch.device("cpu"), True, None, layout_graphs_per_step=graphs)
+    assert run.steps_per_epoch == math.ceil(8 / graphs)
+    steps = list(epoch_steps(run))
+    assert [len(chosen) for chosen in steps] == sizes
+    assert sorted(Counter(i for chosen in steps for i, _ in chosen).values()) == counts
+    for chosen in steps:
+        loss = run.step(run.plan.step, chosen, config, run.rng, run.device, True)
+        run.update.zero_grad()
+        loss.backward()
+        run.update.step()
+        assert torch.isfinite(loss)

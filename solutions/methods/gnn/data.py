@@ -435,9 +435,9 @@ def tile_batch(examples: list[TileExample], config_index: list[torch.Tensor]) ->
 
 @dataclass
 class LayoutBatch:
-    """Several layout graphs as one disjoint graph (``layout_graphs_per_step``): their nodes, edges,
-    configurable nodes and the links between those placed one graph after the other, so one pass of the
-    model serves all of them (``LayoutRanker.score_graphs``).
+    """Several layout graphs as one disjoint graph (a step of several graphs, ``train.kind_plan``): their
+    nodes, edges, configurable nodes and the links between those placed one graph after the other, so one
+    pass of the model serves all of them (``LayoutRanker.score_graphs``).
 
     Shapes: G graphs, NC configurable nodes in all; ``inputs`` is the union as one ``LayoutInputs``
     (its ``links`` set).

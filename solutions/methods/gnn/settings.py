@@ -84,13 +84,11 @@ class GNNConfig:
                                     "train.py)", low=0, search=(0.0, 30.0))
     patience: int | None = setting(None, "stop after this many evaluations without improvement (none: never)",
                                    low=1)
-    # layout training
+    # layout training: one graph per step
     layout_epochs: int = setting(45, "layout: passes over the training graphs", low=1)
-    layout_graphs_per_step: int = setting(1, "layout: graphs per step, scored in one pass with intermediate "
-                                          "fusion; the step's loss is the mean of theirs (train.py)", low=1)
-    layout_configs_per_graph: int = setting(32, "layout: configs sampled per graph per step; also the "
-                                            "configs attended to at prediction", low=2)
-    layout_min_epoch_steps: int = setting(8, "layout: fewest graphs trained in an epoch (over all processes); "
+    layout_configs_per_graph: int = setting(32, "layout: configs sampled per step (one graph per step); "
+                                            "also the configs attended to at prediction", low=2)
+    layout_min_epoch_steps: int = setting(8, "layout: fewest graph steps in an epoch (over all processes); "
                                           "a split of fewer graphs is passed over again within the epoch "
                                           "(train.py)", low=1)
     layout_valid_configs: int = setting(256, "layout: configs per validation graph scored during training",
@@ -124,10 +122,6 @@ class GNNConfig:
         if self.heuristic_prior > 0 and not self.engineered_features:
             raise SettingError(f"setting heuristic_prior={self.heuristic_prior} reads the engineered "
                                f"heuristic_log_cost; add engineered_features=true or set heuristic_prior=0")
-        if self.training == "gst" and self.layout_graphs_per_step > 1:
-            raise SettingError(f"setting training=gst with layout_graphs_per_step="
-                               f"{self.layout_graphs_per_step}: Graph Segment Training steps one graph at a "
-                               f"time; add layout_graphs_per_step=1")
         if self.training == "gst" and self.fusion != "early":
             raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the "
                                f"per-config message passing of early fusion, and {self.fusion} fusion passes "
