@@ -52,3 +52,23 @@ def test_the_tables_say_what_differs():
 def test_matmul_rates_are_positive():
     rates = bench_gnn_speed.matmul_rates([(64, 32, 32)], repeats=1)
     assert math.isfinite(rates[(64, 32, 32)]) and rates[(64, 32, 32)] > 0
+
+
+def test_several_graphs_a_step_count_graphs_not_steps(tiny_competition):
+    """Section (5): the variant of 3 graphs a step trains about as many graphs a round as one graph a step,
+    and the table divides by graphs."""
+    torch.set_num_threads(1)
+    name = "layout:nlp:random"
+    collection = get_collection(name)
+    config = SETTINGS.resolve(collection, SMALL)
+    examples = bench_gnn_speed.load_examples(tiny_competition / "public", name, config)
+    results = bench_gnn_speed.compare_graphs_per_step(examples, config, collection.task, graphs=3, steps=6,
+                                                      rounds=2, warmup=1)
+    assert list(results) == ["1.0", "1 graph", "3 graphs"]
+    for variant, rounds in results.items():
+        for times in rounds:
+            per_step = 3 if variant == "3 graphs" else 1
+            assert times.steps == 6 // per_step and times.graphs == 6
+            assert times.per_graph_ms("cpu") == pytest.approx(times.per_step_ms("cpu")["step"] / per_step)
+    table = bench_gnn_speed.graphs_table(name, results)
+    assert "| 3 graphs |" in table and "| 3.0 |" in table
