@@ -36,7 +36,7 @@
 Prints markdown tables.
 
 usage: python -m benchmarks.bench_gnn_speed [--data PUBLIC_DIR] [--collection NAME ...] [--steps 100]
-       [--rounds 3] [--baseline-tree DIR] [--graphs-per-step 4]
+       [--rounds 3] [--baseline-tree DIR] [--graphs-per-step 4] [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ from solutions.methods.gnn.settings import SETTINGS, GNNConfig
 from solutions.pruning import parse_pruning
 
 ROOT = Path(__file__).resolve().parents[1]
+CPU = torch.device("cpu")
 COLLECTIONS = ["layout:nlp:random", "tile:xla"]
 PHASES = ("forward", "backward", "optimizer", "other")
 VARIANTS = ("before", "after")
@@ -137,8 +138,9 @@ class Runner:
     order of graphs)."""
 
     def __init__(self, model: torch.nn.Module, examples: list, config: GNNConfig, *, reference: bool,
-                 seed: int = 0, layout_graphs_per_step: int = 1) -> None:
-        self.run, _ = training._start(model, examples, [], config, seed, torch.device("cpu"), True, None,
+                 seed: int = 0, layout_graphs_per_step: int = 1, device: torch.device = CPU) -> None:
+        model.to(device)
+        self.run, _ = training._start(model, examples, [], config, seed, device, True, None,
                                       layout_graphs_per_step=layout_graphs_per_step)
         if reference:  # the 1.0 update (tensor by tensor) instead of the flat one
             self.run.update.close()
@@ -157,7 +159,7 @@ class Runner:
 
     def steps(self, count: int, times: StepTimes | None = None) -> None:
         times = times or StepTimes()
-        clock = _Clock(times)
+        clock = _Clock(times, self.run.device)
         with torch.random.fork_rng(devices=[]):
             torch.set_rng_state(self.torch_rng)
             self._steps(count, times, clock)
@@ -191,14 +193,20 @@ class Runner:
 
 
 class _Clock:
-    def __init__(self, times: StepTimes) -> None:
+    """Wall and CPU time per phase; on a GPU each reading waits for the queued kernels (the wall time is
+    the figure there: the CPU time is only the host's)."""
+
+    def __init__(self, times: StepTimes, device: torch.device = CPU) -> None:
         self.times = times
         self.wall = self.cpu = 0.0
+        self.sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
     def start(self) -> None:
+        self.sync()
         self.wall, self.cpu = time.perf_counter(), time.thread_time()
 
     def lap(self, phase: str) -> None:
+        self.sync()
         wall, cpu = time.perf_counter(), time.thread_time()
         self.times.wall[phase] += wall - self.wall
         self.times.cpu[phase] += cpu - self.cpu
@@ -215,13 +223,14 @@ def step_flops(runner: Runner, steps: int = 5) -> float:
 
 
 def compare_steps(examples: list, config: GNNConfig, task: Task, *, steps: int, rounds: int, seed: int = 0,
-                  warmup: int = 10) -> dict:
+                  warmup: int = 10, device: torch.device = CPU) -> dict:
     """Section (2) on one collection's examples: per-round ``StepTimes`` of both variants, whether
     their weights agree after the same steps, and the step's FLOPs."""
     torch.manual_seed(seed)
     model = training.kind_plan(task, config).network(config)
-    runners = {"before": Runner(with_pyg_layers(model), examples, config, reference=True, seed=seed),
-               "after": Runner(model, examples, config, reference=False, seed=seed)}
+    runners = {"before": Runner(with_pyg_layers(model), examples, config, reference=True, seed=seed,
+                                device=device),
+               "after": Runner(model, examples, config, reference=False, seed=seed, device=device)}
     for runner in runners.values():
         runner.steps(warmup)
     results: dict[str, list[StepTimes]] = {v: [] for v in VARIANTS}
@@ -245,18 +254,19 @@ def _copy(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, graphs: int, steps: int,
-                            rounds: int, seed: int = 0, warmup: int = 10) -> dict[str, list[StepTimes]]:
+                            rounds: int, seed: int = 0, warmup: int = 10,
+                            device: torch.device = CPU) -> dict[str, list[StepTimes]]:
     """Section (5) on one layout collection: the 1.0 step, today's step of one graph and the variant step
     of ``graphs`` graphs (``kind_plan``'s ``layout_graphs_per_step``), from the same weights, ``rounds``
-    interleaved rounds
-    of ``steps`` steps each (the batched variant takes ``steps / graphs`` steps a round, so every variant
-    trains on about as many graphs)."""
+    interleaved rounds of ``steps`` steps each (the batched variant takes ``steps / graphs`` steps a
+    round, so every variant trains on about as many graphs), on ``device``."""
     torch.manual_seed(seed)
     model = training.kind_plan(task, config).network(config)
-    runners = {"1.0": Runner(with_pyg_layers(model), examples, config, reference=True, seed=seed),
-               "1 graph": Runner(_copy(model), examples, config, reference=False, seed=seed),
+    runners = {"1.0": Runner(with_pyg_layers(model), examples, config, reference=True, seed=seed,
+                             device=device),
+               "1 graph": Runner(_copy(model), examples, config, reference=False, seed=seed, device=device),
                f"{graphs} graphs": Runner(_copy(model), examples, config, reference=False, seed=seed,
-                                          layout_graphs_per_step=graphs)}
+                                          layout_graphs_per_step=graphs, device=device)}
     for runner in runners.values():
         runner.steps(warmup)
     results: dict[str, list[StepTimes]] = {v: [] for v in runners}
@@ -272,17 +282,22 @@ def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, gr
 # The machine
 
 
-def matmul_rates(shapes: list[tuple[int, int, int]], repeats: int = 5) -> dict[tuple[int, int, int], float]:
-    """GFLOP/s of ``torch.matmul`` (m, k) x (k, n) per shape: the best of ``repeats`` timed batches."""
+def matmul_rates(shapes: list[tuple[int, int, int]], repeats: int = 5,
+                 device: torch.device = CPU) -> dict[tuple[int, int, int], float]:
+    """GFLOP/s of ``torch.matmul`` (m, k) x (k, n) per shape on ``device``: the best of ``repeats`` timed
+    batches."""
     out = {}
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for m, k, n in shapes:
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        calls = max(1, int(2e8 // (2 * m * k * n)))
+        a, b = torch.randn(m, k, device=device), torch.randn(k, n, device=device)
+        calls = max(1, int((2e10 if device.type == "cuda" else 2e8) // (2 * m * k * n)))
         best = float("inf")
         for _ in range(repeats):
+            sync()
             started = time.perf_counter()
             for _ in range(calls):
                 torch.matmul(a, b)
+            sync()
             best = min(best, (time.perf_counter() - started) / calls)
         out[(m, k, n)] = 2 * m * k * n / best / 1e9
     return out
@@ -357,15 +372,17 @@ def step_table(name: str, result: dict, peak: float) -> str:
     return "\n".join(rows)
 
 
-def graphs_table(name: str, results: dict[str, list[StepTimes]]) -> str:
-    """Section (5): per graph trained, each variant's median time and its speed-up over 1.0's, per round."""
+def graphs_table(name: str, results: dict[str, list[StepTimes]], clock: str = "cpu") -> str:
+    """Section (5): per graph trained, each variant's median time and its speed-up over 1.0's, per round,
+    by ``clock`` (``wall`` on a GPU)."""
+    label = "CPU" if clock == "cpu" else "wall"
     out = [f"**{name}**, per graph trained (median of {len(results['1.0'])} interleaved rounds):", "",
-           "| step | ms per step (CPU) | graphs per step | ms per graph (wall) | ms per graph (CPU) | "
-           "1.0 / this, CPU, per round |", "|---|---|---|---|---|---|"]
+           f"| step | ms per step ({label}) | graphs per step | ms per graph (wall) | ms per graph (CPU) | "
+           f"1.0 / this, {label}, per round |", "|---|---|---|---|---|---|"]
     for variant, rounds in results.items():
-        ratios = [b.per_graph_ms("cpu") / t.per_graph_ms("cpu")
+        ratios = [b.per_graph_ms(clock) / t.per_graph_ms(clock)
                   for b, t in zip(results["1.0"], rounds, strict=True)]
-        out.append(f"| {variant} | {_median([t.per_step_ms('cpu')['step'] for t in rounds]):.2f} | "
+        out.append(f"| {variant} | {_median([t.per_step_ms(clock)['step'] for t in rounds]):.2f} | "
                    f"{rounds[0].graphs / max(1, rounds[0].steps):.1f} | "
                    f"{_median([t.per_graph_ms('wall') for t in rounds]):.2f} | "
                    f"{_median([t.per_graph_ms('cpu') for t in rounds]):.2f} | "
@@ -409,29 +426,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--graphs-per-step", type=int, default=4,
                         help="(5): the layout step of this many graphs against one graph's (0: skip)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="where the steps of (2) and (5) and the matmul of (1) run (cuda: read the wall "
+                             "times)")
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device here")
+    clock = "wall" if device.type == "cuda" else "cpu"
     torch.set_num_threads(1)
     data = Path(args.data) if args.data else find_data(scale="small").public_dir
     collections = args.collection or COLLECTIONS
     print(f"torch {torch.__version__}, 1 torch thread, {os.cpu_count()} CPUs; load average at start "
           f"{_load_average()}")
-    rates = matmul_rates([(1024, 1024, 1024), (2048, 2048, 2048), (768, 32, 32), (74, 172, 32)])
+    rates = matmul_rates([(1024, 1024, 1024), (2048, 2048, 2048), (768, 32, 32), (74, 172, 32)],
+                         device=device)
     peak = max(rates.values())
-    print("\nmatmul GFLOP/s (one thread): " + ", ".join(f"{m}x{k} @ {k}x{n}: {r:.1f}"
-                                                        for (m, k, n), r in rates.items()))
+    where = "one thread" if device.type == "cpu" else args.device
+    print(f"\nmatmul GFLOP/s ({where}): " + ", ".join(f"{m}x{k} @ {k}x{n}: {r:.1f}"
+                                                     for (m, k, n), r in rates.items()))
     for name in collections:
         collection = get_collection(name)
         config = SETTINGS.resolve(collection)
         examples = load_examples(data, name, config)
         result = compare_steps(examples, config, collection.task, steps=args.steps, rounds=args.rounds,
-                               seed=args.seed)
+                               seed=args.seed, device=device)
         print()
         print(step_table(name, result, peak))
         if args.graphs_per_step and collection.task.name == "layout":
             print()
             print(graphs_table(name, compare_graphs_per_step(
                 examples, config, collection.task, graphs=args.graphs_per_step, steps=args.steps,
-                rounds=args.rounds, seed=args.seed)))
+                rounds=args.rounds, seed=args.seed, device=device), clock))
     if args.baseline_tree:
         rows = []
         with tempfile.TemporaryDirectory() as tmp:

@@ -6,7 +6,8 @@
 # 2. meanwhile an embedded competition is generated there (SCALE, default small: about 25 s);
 # 3. then the gnn trains COLLECTION (default layout:xla:default) of it on the GPU and, side by side, on
 #    one CPU core, each a fresh `solve` with the same time budget (default 120 s), and both are scored on
-#    the hidden labels.
+#    the hidden labels;
+# 4. then the per-graph training step on both (bench_gnn_speed --graphs-per-step 8).
 # The full scale does not fit a lent call: on a lent H100 machine (14 workers) its first graph had not
 # been written after 270 s (2026-11-27), and its 1.5 GB cannot travel with the working tree (64 MiB).
 # Every step has its own timeout, so what finished comes back under $OUT even when a later step did not.
@@ -66,3 +67,10 @@ for device in ("cuda", "cpu"):
           f"{d['steps']} steps, {d['steps'] / max(d['train_seconds'], 1e-9):.1f} steps/s), best epoch {d['best_epoch']}, "
           f"stopped by {d['stopped']}, validate {c['validate_seconds']:.0f} s, predict {c['predict_seconds']:.0f} s")
 PY
+# 4. the training step per graph, one graph a step against several (the variant of bench_gnn_speed), on the
+#    GPU and on one CPU core of the same machine: does a step of several graphs give the GPU enough work?
+for device in cuda cpu; do
+    timeout 240 python3 -m benchmarks.bench_gnn_speed --data "$DATA/public" --collection layout:nlp:random \
+        --device "$device" --graphs-per-step 8 --steps 40 --rounds 2 >"$OUT/gnn_speed_$device.txt" 2>&1
+    echo "bench_gnn_speed on $device exit $?"; grep -A6 "per graph trained" "$OUT/gnn_speed_$device.txt"
+done
