@@ -98,10 +98,15 @@ class PyGBidirectionalSAGE(torch.nn.Module):
         return x + self.dropout(self.act(self.norm(message)))
 
 
-def with_pyg_layers(model: torch.nn.Module) -> torch.nn.Module:
-    """A copy of ``model`` whose ``BidirectionalSAGE`` layers are the 1.0 ones (``PyGBidirectionalSAGE``)."""
+def _copy(model: torch.nn.Module) -> torch.nn.Module:
     copied = copy.deepcopy(model)
     copied.task = model.task  # the task itself, not a copy (kinds are found by it)
+    return copied
+
+
+def with_pyg_layers(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``model`` whose ``BidirectionalSAGE`` layers are the 1.0 ones (``PyGBidirectionalSAGE``)."""
+    copied = _copy(model)
     for parent in list(copied.modules()):
         for name, child in list(parent.named_children()):
             if isinstance(child, BidirectionalSAGE):
@@ -245,12 +250,6 @@ def compare_steps(examples: list, config: GNNConfig, task: Task, *, steps: int, 
     return {"times": results, "identical": same, "max_apart": apart,
             "steps_compared": warmup + steps * rounds, "flops": step_flops(runners["after"]),
             "graphs": len(runners["after"].run.examples)}
-
-
-def _copy(model: torch.nn.Module) -> torch.nn.Module:
-    copied = copy.deepcopy(model)
-    copied.task = model.task  # the task itself, not a copy (kinds are found by it)
-    return copied
 
 
 def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, graphs: int, steps: int,

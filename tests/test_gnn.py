@@ -840,26 +840,11 @@ def test_a_graph_without_configurable_nodes_keeps_the_update_tensor_by_tensor():
 # -- several layout graphs per step (the variant kind_plan builds and bench_gnn_speed measures) --------
 
 
-def _batched_inputs(examples: list, engineered: bool = True):
-    """Every config of each example, side by side, filled up to the largest with its first config."""
-    from solutions.methods.gnn.data import layout_batch
-
-    index = [torch.arange(e.num_configs) for e in examples]
-    width = max(len(i) for i in index)
-    filled = [torch.cat([i, i[:1].expand(width - len(i))]) for i in index]
-    padding = torch.stack([torch.arange(width) >= len(i) for i in index])
-    digits = torch.cat([e.configs.digits(i) for e, i in zip(examples, filled, strict=True)], dim=1)
-    rows = (torch.stack([e.engineered_rows(i) for e, i in zip(examples, filled, strict=True)])
-            if engineered else None)
-    runtimes = torch.stack([e.runtime[i] for e, i in zip(examples, filled, strict=True)])
-    return layout_batch([e.inputs for e in examples]), digits, rows, padding, runtimes, index
-
-
 @pytest.mark.parametrize("attention", [True, False])
 @pytest.mark.parametrize("config_layers", [0, 1])
 def test_several_graphs_in_one_pass_score_as_each_alone(attention, config_layers):
     """score_graphs (the union of graphs, filler configs masked) against forward on each graph alone."""
-    from solutions.methods.gnn.train import grouped_hinge_loss
+    from solutions.methods.gnn.train import grouped_hinge_loss, side_by_side
 
     torch.manual_seed(0)
     examples = [make_example(f"g{i}", layout_graph(num_configs=n, seed=i), transform=ONEHOP, compress=True,
@@ -867,7 +852,10 @@ def test_several_graphs_in_one_pass_score_as_each_alone(attention, config_layers
     assert len({e.num_configs for e in examples}) == 3  # the filler is exercised
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=2, config_attention=attention,
                                                  config_layers=config_layers, heuristic_prior=1.0))
-    batch, digits, rows, padding, runtimes, index = _batched_inputs(examples)
+    index = [torch.arange(e.num_configs) for e in examples]  # every config of each
+    batch, digits, rows, padding, runtimes = side_by_side(examples, index, torch.device("cpu"),
+                                                          engineered=True)
+    assert padding.sum(dim=1).tolist() == [max(map(len, index)) - len(i) for i in index]
     together = model.score_graphs(batch, digits, engineered=rows, padding=padding)
     losses = grouped_hinge_loss(together, runtimes, padding, margin=0.1)
     for g, (example, i) in enumerate(zip(examples, index, strict=True)):

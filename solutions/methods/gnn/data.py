@@ -383,7 +383,13 @@ def load_examples(graphs: Iterable[tuple[str, TileGraph | LayoutGraph]], *, tran
 
 
 # --------------------------------------------------------------------------------------------------
-# Tile batches
+# Batches of graphs
+
+
+def offsets(sizes: list[int]) -> torch.Tensor:
+    """CSR offsets of consecutive runs of ``sizes`` rows: (G,) -> (G + 1,) int64 from 0."""
+    counts = torch.tensor(sizes, dtype=torch.int64)
+    return torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(counts, 0)])
 
 
 @dataclass
@@ -409,8 +415,7 @@ class TileBatch:
 
 def tile_batch(examples: list[TileExample], config_index: list[torch.Tensor]) -> TileBatch:
     """Stack kernels and the chosen configs of each (``config_index[g]``: (k_g,) int64)."""
-    sizes = torch.tensor([e.num_nodes for e in examples], dtype=torch.int64)
-    ptr = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
+    ptr = offsets([e.num_nodes for e in examples])
     edges = torch.cat([e.edge_index + ptr[g] for g, e in enumerate(examples)], dim=1)
     labeled = all(e.runtime is not None for e in examples)
     return TileBatch(
@@ -446,23 +451,14 @@ class LayoutBatch:
     inputs: LayoutInputs
     config_ptr: torch.Tensor  # (G + 1,) int64: graph g owns configurable nodes config_ptr[g]:config_ptr[g+1]
 
-    @property
-    def num_graphs(self) -> int:
-        return int(self.config_ptr.shape[0]) - 1
-
     def to(self, device: torch.device | str) -> LayoutBatch:
         return LayoutBatch(self.inputs.to(device), self.config_ptr.to(device))
 
 
-def _offsets(sizes: list[int]) -> torch.Tensor:
-    counts = torch.tensor(sizes, dtype=torch.int64)
-    return torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(counts, 0)])
-
-
 def layout_batch(parts: list[LayoutInputs]) -> LayoutBatch:
     """The disjoint union of layout graphs (each graph's links computed once, then offset)."""
-    nodes = _offsets([p.num_nodes for p in parts])
-    config_ptr = _offsets([int(p.config_node_ids.shape[0]) for p in parts])
+    nodes = offsets([p.num_nodes for p in parts])
+    config_ptr = offsets([int(p.config_node_ids.shape[0]) for p in parts])
     union = LayoutInputs(
         node_feat=torch.cat([p.node_feat for p in parts]),
         node_opcode=torch.cat([p.node_opcode for p in parts]),

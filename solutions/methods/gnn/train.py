@@ -619,19 +619,27 @@ def _batched_layout_losses(model: LayoutRanker, examples: list[LayoutExample], c
     graph with fewer configs than the others is filled up with copies of its first sampled config,
     which form no pair and are attended to by nobody."""
     indices = [_sample(e.num_configs, config.layout_configs_per_graph, rng) for e in examples]
+    batch, digits, engineered, padding, runtimes = side_by_side(examples, indices, device,
+                                                               engineered=model.engineered is not None)
+    scores = model.score_graphs(batch, digits, dedup_rows=dedup_rows, engineered=engineered, padding=padding)
+    return grouped_hinge_loss(scores, runtimes, padding, margin=config.margin)
+
+
+def side_by_side(examples: list[LayoutExample], indices: list[torch.Tensor], device: torch.device, *,
+                 engineered: bool) -> tuple:
+    """What ``LayoutRanker.score_graphs`` reads for configs ``indices[g]`` of each labeled example, on
+    ``device``: the ``LayoutBatch``, digits (B, NC, 18), engineered rows (G, B, F) or None, padding (G, B)
+    and runtimes (G, B). B is the most configs of any graph; the others are filled up with copies of
+    their first config, marked in ``padding``."""
     width = max(len(i) for i in indices)
     filled = [torch.cat([i, i[:1].expand(width - len(i))]) for i in indices]
-    padding = torch.stack([torch.arange(width) >= len(i) for i in indices])
-    batch = layout_batch([e.inputs for e in examples]).to(device)
+    padding = torch.stack([torch.arange(width) >= len(i) for i in indices]).to(device)
     digits = torch.cat([e.configs.digits(i) for e, i in zip(examples, filled, strict=True)], dim=1)
-    engineered = None
-    if model.engineered is not None:
-        engineered = torch.stack([e.engineered_rows(i, device)
-                                  for e, i in zip(examples, filled, strict=True)])
-    scores = model.score_graphs(batch, digits.to(device), dedup_rows=dedup_rows, engineered=engineered,
-                                padding=padding.to(device))
+    rows = (torch.stack([e.engineered_rows(i, device) for e, i in zip(examples, filled, strict=True)])
+            if engineered else None)
     runtimes = torch.stack([e.runtime[i] for e, i in zip(examples, filled, strict=True)]).to(device)
-    return grouped_hinge_loss(scores, runtimes, padding.to(device), margin=config.margin)
+    return (layout_batch([e.inputs for e in examples]).to(device), digits.to(device), rows, padding,
+            runtimes)
 
 
 def _gst_step(gst: SegmentTraining, model: LayoutRanker, chosen: list[tuple[int, LayoutExample]],
