@@ -7,12 +7,12 @@
    ``tile:xla`` of the ``small`` embedded competition, loaded as the gnn loads them: ``make_example``
    with the default pruning, deduplication and engineered features; the default ``GNNConfig`` of each
    collection, so ``layout:xla:random`` includes its moving average):
-   - *before*: the 1.0 step: PyTorch Geometric's ``SAGEConv`` in every ``BidirectionalSAGE`` (loaded
-     with the same weights), ``clip_grad_norm_`` over ``model.parameters()``, ``torch.optim.AdamW``
-     over the parameter tensors and ``AveragedModel.update_parameters`` (``ParameterUpdate(...,
-     flat=False)``, what 1.0 ran);
-   - *after*: the kit's step (``solutions.methods.gnn.train``: ``MeanSAGE`` layers and
-     ``ParameterUpdate`` over ``FlatParameters``).
+   - *before*: the 1.0 step (``as_1_0``): PyTorch Geometric's ``SAGEConv`` in every
+     ``BidirectionalSAGE`` (loaded with the same weights), the embeddings called as modules,
+     ``clip_grad_norm_`` over ``model.parameters()``, ``torch.optim.AdamW`` over the parameter tensors
+     and ``AveragedModel.update_parameters`` (``ParameterUpdate(..., flat=False)``, what 1.0 ran);
+   - *after*: the kit's step (``solutions.methods.gnn.train``: ``MeanSAGE`` layers, embeddings looked up
+     with ``index_select``, ``ParameterUpdate`` over ``FlatParameters``).
    Both start from the same weights and seed and draw the same graphs and configs; ``--rounds``
    interleaved rounds of ``--steps`` steps (the order alternates), each step split into forward
    (the step function: configs drawn, model, loss), backward, optimizer (clipping, AdamW, schedule,
@@ -63,7 +63,7 @@ from competition.tasks import Task
 from solutions.methods.base import SplitSource
 from solutions.methods.gnn import train as training
 from solutions.methods.gnn.data import make_example
-from solutions.methods.gnn.model import BidirectionalSAGE
+from solutions.methods.gnn.model import BidirectionalSAGE, LayoutRanker, NodeEncoder
 from solutions.methods.gnn.settings import SETTINGS, GNNConfig
 from solutions.pruning import parse_pruning
 
@@ -104,10 +104,29 @@ def _copy(model: torch.nn.Module) -> torch.nn.Module:
     return copied
 
 
-def with_pyg_layers(model: torch.nn.Module) -> torch.nn.Module:
-    """A copy of ``model`` whose ``BidirectionalSAGE`` layers are the 1.0 ones (``PyGBidirectionalSAGE``)."""
+class NodeEncoder10(NodeEncoder):
+    """1.0's node encoder: the opcode embedding called as a module (one backward call per index)."""
+
+    def opcodes(self, node_opcode: torch.Tensor) -> torch.Tensor:
+        return self.opcode(node_opcode)
+
+
+class LayoutRanker10(LayoutRanker):
+    """1.0's row embedding: the (slot, digit) embedding called as a module."""
+
+    def slot_digits(self, digits: torch.Tensor) -> torch.Tensor:
+        return self.slot_digit(digits + self.slot_offsets).sum(dim=-2)
+
+
+def as_1_0(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``model`` computing as 1.0 did, with the same weights: its ``BidirectionalSAGE`` layers
+    the 1.0 ones (``PyGBidirectionalSAGE``), its embeddings called as modules."""
     copied = _copy(model)
+    if isinstance(copied, LayoutRanker):
+        copied.__class__ = LayoutRanker10
     for parent in list(copied.modules()):
+        if type(parent) is NodeEncoder:
+            parent.__class__ = NodeEncoder10
         for name, child in list(parent.named_children()):
             if isinstance(child, BidirectionalSAGE):
                 setattr(parent, name, PyGBidirectionalSAGE(child))
@@ -233,7 +252,7 @@ def compare_steps(examples: list, config: GNNConfig, task: Task, *, steps: int, 
     their weights agree after the same steps, and the step's FLOPs."""
     torch.manual_seed(seed)
     model = training.kind_plan(task, config).network(config)
-    runners = {"before": Runner(with_pyg_layers(model), examples, config, reference=True, seed=seed,
+    runners = {"before": Runner(as_1_0(model), examples, config, reference=True, seed=seed,
                                 device=device),
                "after": Runner(model, examples, config, reference=False, seed=seed, device=device)}
     for runner in runners.values():
@@ -261,7 +280,7 @@ def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, gr
     round, so every variant trains on about as many graphs), on ``device``."""
     torch.manual_seed(seed)
     model = training.kind_plan(task, config).network(config)
-    runners = {"1.0": Runner(with_pyg_layers(model), examples, config, reference=True, seed=seed,
+    runners = {"1.0": Runner(as_1_0(model), examples, config, reference=True, seed=seed,
                              device=device),
                "1 graph": Runner(_copy(model), examples, config, reference=False, seed=seed, device=device),
                f"{graphs} graphs": Runner(_copy(model), examples, config, reference=False, seed=seed,
@@ -323,10 +342,17 @@ def whole_run(tree: Path, data: Path, collection: str, out: Path) -> dict:
     return {"wall": wall, "cpu": cpu, "sha": hashlib.sha256(out.read_bytes()).hexdigest()}
 
 
-_IMPORT = ("import time; started = time.process_time(); "
-           "from solutions.methods.gnn.ranker import GNNRanker; "
-           "from solutions.methods.gnn.train import train; "
-           "print(time.process_time() - started)")
+_IMPORT = """
+import time
+started = time.process_time()
+try:
+    from solutions.methods.gnn.ranker import GNNRanker
+    from solutions.methods.gnn.train import train
+except ModuleNotFoundError:  # a tree of 1.0's layout
+    from solutions.gnn.ranker import GNNRanker
+    from solutions.gnn.train import train
+print(time.process_time() - started)
+"""
 
 
 def import_seconds(tree: Path) -> float:
@@ -465,12 +491,12 @@ def main(argv: list[str] | None = None) -> int:
                 before = whole_run(args.baseline_tree.resolve(), data.resolve(), name, out)
                 after = whole_run(ROOT, data.resolve(), name, out)
                 rows.append((name, before, after))
+        print("\nWhole runs ('tpugraphs solve --method gnn --collection C', default settings):\n")
+        print(whole_table(rows), flush=True)
         imports: dict[str, list[float]] = {"before": [], "after": []}
         for _ in range(3):
             imports["before"].append(import_seconds(args.baseline_tree.resolve()))
             imports["after"].append(import_seconds(ROOT))
-        print("\nWhole runs ('tpugraphs solve --method gnn --collection C', default settings):\n")
-        print(whole_table(rows))
         print(f"\nImporting the gnn's ranker and training loop: {min(imports['before']):.2f} s CPU before, "
               f"{min(imports['after']):.2f} s after (best of 3).")
     print(f"\n(load average at the end {_load_average()})")

@@ -728,11 +728,11 @@ def test_mean_sage_is_pyg_sage_conv_to_the_bit(shape, root_weight):
 
 
 def test_a_state_dict_saved_with_pyg_layers_loads_into_the_lean_model():
-    from benchmarks.bench_gnn_speed import with_pyg_layers
+    from benchmarks.bench_gnn_speed import as_1_0
 
     torch.manual_seed(0)
     model = LayoutRanker.from_settings(GNNConfig())
-    saved = with_pyg_layers(model).state_dict()  # built with SAGEConv, as 1.0 did
+    saved = as_1_0(model).state_dict()  # built with SAGEConv, as 1.0 did
     fresh = LayoutRanker.from_settings(GNNConfig())
     fresh.load_state_dict(saved)  # strict: every key the same
     assert all(torch.equal(fresh.state_dict()[k], v) for k, v in saved.items())
@@ -812,6 +812,57 @@ def _copy_model(model):
     copied = copy.deepcopy(model)
     copied.task = model.task
     return copied
+
+
+@pytest.mark.parametrize("norm", [0.0, 0.5, 0.989, 0.991, 0.999999, 1.0, 1.000001, 1.5, 1e6,
+                                  math.inf, math.nan])
+def test_clipping_gives_clip_grad_norm_s_bytes_on_each_side_of_its_shortcut(norm):
+    """ParameterUpdate.clip skips the per-tensor norms under NO_CLIP_BELOW of the clipping norm: at and
+    around that margin, at the norm itself, far over it and on non-finite gradients it leaves the same
+    gradients as clip_grad_norm_ over the tensors one by one."""
+    from solutions.methods.gnn.train import NO_CLIP_BELOW, ParameterUpdate
+
+    assert NO_CLIP_BELOW < 0.991
+    torch.manual_seed(0)
+    model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1))
+    reference = _copy_model(model)
+    update = ParameterUpdate(model, GNNConfig(hidden=8, layers=1), total_steps=1, steps_per_epoch=1)
+    generator = torch.Generator().manual_seed(1)
+    raw = torch.randn(update.parameters.flat.numel(), generator=generator, dtype=torch.float64)
+    grad = (raw / raw.norm() * norm).float() if math.isfinite(norm) else raw.float()
+    if not math.isfinite(norm):
+        grad[7] = norm
+    update.parameters.flat.grad.copy_(grad)
+    offset = 0
+    for p in reference.parameters():
+        p.grad = grad[offset : offset + p.numel()].view_as(p).clone()
+        offset += p.numel()
+    torch.nn.utils.clip_grad_norm_(reference.parameters(), update.max_norm)
+    update.clip()
+    want = torch.cat([p.grad.reshape(-1) for p in reference.parameters()])
+    torch.testing.assert_close(update.parameters.flat.grad, want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (40,), (7, 18), (3, 5, 18)])
+def test_lookup_is_the_embedding_to_the_bit(shape):
+    """The node encoder's and the row network's embedding lookups (``lookup``): the module's values, and
+    the same weight gradient bytes with indices repeated many times."""
+    from solutions.methods.gnn.model import lookup
+
+    torch.manual_seed(0)
+    embedding = torch.nn.Embedding(9, 5)
+    generator = torch.Generator().manual_seed(2)
+    index = torch.randint(0, 9, shape, generator=generator)
+    grads = []
+    for call in (embedding, lambda i: lookup(embedding, i)):
+        embedding.zero_grad(set_to_none=True)
+        out = call(index)
+        weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
+        (out * weights).sum().backward()
+        grads.append((out, embedding.weight.grad))
+    assert grads[0][0].shape == grads[1][0].shape == (*shape, 5)
+    assert torch.equal(grads[0][0], grads[1][0])
+    assert torch.equal(grads[0][1], grads[1][1])
 
 
 def test_flat_parameters_refuse_mixed_dtypes():

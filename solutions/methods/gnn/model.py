@@ -76,6 +76,16 @@ def mlp(sizes: list[int], *, dropout: float = 0.0) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def lookup(embedding: nn.Embedding, index: torch.Tensor) -> torch.Tensor:
+    """``embedding(index)`` for a plain embedding (no padding index, max_norm or sparse gradient): the
+    same values, and in backward the same gradient bytes (both add the rows up in index order), in one
+    ``index_add_`` rather than the embedding backward's one call per index, which on CPU cost about 4x
+    more at a few thousand indices (docs/gnn.md, "Training speed").
+
+    Shapes: index (...) int64 -> (..., embedding_dim)."""
+    return embedding.weight.index_select(0, index.reshape(-1)).view(*index.shape, embedding.embedding_dim)
+
+
 class NodeEncoder(nn.Module):
     """Config-independent node state: ``MLP([node_feat, opcode embedding])``.
 
@@ -93,7 +103,11 @@ class NodeEncoder(nn.Module):
         self.mlp = mlp([NODE_FEAT_DIM + opcode_dim, hidden, hidden])
 
     def forward(self, node_feat: torch.Tensor, node_opcode: torch.Tensor) -> torch.Tensor:
-        return self.mlp(torch.cat([node_feat, self.opcode(node_opcode)], dim=-1))
+        return self.mlp(torch.cat([node_feat, self.opcodes(node_opcode)], dim=-1))
+
+    def opcodes(self, node_opcode: torch.Tensor) -> torch.Tensor:
+        """The opcode embedding: (n,) -> (n, opcode_dim)."""
+        return lookup(self.opcode, node_opcode)
 
 
 class _SAGELinear(nn.Linear):
@@ -331,11 +345,15 @@ class LayoutRanker(nn.Module):
     def config_attention(self) -> bool:
         return self.attention is not None
 
+    def slot_digits(self, digits: torch.Tensor) -> torch.Tensor:
+        """Rows embedded: the sum over the 18 slots of each (slot, digit) embedding: (R, 18) -> (R, h)."""
+        return lookup(self.slot_digit, digits + self.slot_offsets).sum(dim=-2)
+
     def _row_network(self, inputs: LayoutInputs, node_state: torch.Tensor, nodes: torch.Tensor,
                      digits: torch.Tensor) -> torch.Tensor:
         """Rows (R, 18) on configurable nodes ``nodes`` (R,) (0..nc-1) -> (R, h) contributions."""
         config_nodes = inputs.config_node_ids[nodes]
-        parts = [node_state[config_nodes], self.slot_digit(digits + self.slot_offsets).sum(dim=-2)]
+        parts = [node_state[config_nodes], self.slot_digits(digits)]
         if self.row_features:
             parts.append(output_slot_features(inputs.node_feat[config_nodes], digits))
             parts.append((digits != inputs.common_rows[nodes]).to(parts[0].dtype))
