@@ -499,6 +499,35 @@ def test_two_processes_share_one_postgresql_study(public, tmp_path):
         _check_shared(url, 6)
 
 
+def test_a_ctrl_c_that_a_cleanup_callback_swallows_still_stops_the_trials():
+    """Python drops a KeyboardInterrupt raised inside a garbage-collection callback ("Exception ignored");
+    under load that is where a Ctrl-C during a trial often landed (SQLAlchemy's weakref callbacks), and
+    the tune ran on. CtrlC notes the press and raises it again at the next check."""
+    import signal
+    import weakref
+
+    from solutions.tune.study import CtrlC
+
+    class Owner:
+        pass
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with CtrlC() as ctrl_c:
+        ctrl_c.check()  # nothing pressed yet
+        owner = Owner()
+        keep = weakref.ref(owner, lambda _: signal.raise_signal(signal.SIGINT))  # noqa: F841
+        del owner  # the callback runs, the handler raises inside it, Python ignores the exception
+        with pytest.raises(KeyboardInterrupt):
+            ctrl_c.check()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with CtrlC():  # an ignored SIGINT (a background job) stays ignored
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.slow
 def test_ctrl_c_keeps_the_study_and_the_interrupted_trial_runs_first_on_resume(public, tmp_path):
     import signal

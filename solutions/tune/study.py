@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -204,11 +206,49 @@ def finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
             or (t.state == TrialState.FAIL and "failed" in t.user_attrs)]
 
 
+class CtrlC:
+    """Remembers a Ctrl-C while the trials run, so that one a library swallows still stops the tune.
+
+    Python raises ``KeyboardInterrupt`` in whatever Python code the main thread runs next; when that is a
+    callback the garbage collector runs (SQLAlchemy's class registry, which Optuna's storage uses, keeps
+    weakref callbacks), Python prints "Exception ignored" and goes on, and the Ctrl-C is lost. Inside
+    ``with CtrlC() as ctrl_c`` the handler also notes the press, and ``ctrl_c.check()`` raises it again at
+    the next safe point (each reported score, the end of each trial, the end of the trials). Where
+    SIGINT is not Python's own handler (ignored in a background job, or another handler installed) it is
+    left alone.
+    """
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._previous: object = None
+
+    def __enter__(self) -> CtrlC:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.pressed = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise ``KeyboardInterrupt`` if Ctrl-C was pressed (and perhaps swallowed) since entering."""
+        if self.pressed:
+            raise KeyboardInterrupt
+
+
 class Objective:
     """One trial: suggest, fit on train, select and score on the search half, report as it goes."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, ctrl_c: CtrlC | None = None) -> None:
         self.job = job
+        self.ctrl_c = ctrl_c or CtrlC()
 
     def __call__(self, trial: optuna.Trial) -> float:
         job = self.job
@@ -221,6 +261,7 @@ class Objective:
             scored = fit_and_score(job.info, job.collection, job.data_dir, params, select_on=search,
                                    score_on=search, seeds=job.seeds, listener=self._listener(trial),
                                    options=job.trial_options)
+            self.ctrl_c.check()  # a Ctrl-C during the fit that a cleanup callback swallowed
         except (SettingError, DivergedError) as exc:
             trial.set_user_attr("failed", str(exc).splitlines()[0])
             raise
@@ -239,6 +280,7 @@ class Objective:
         every = REPORT_EVERY.get(self.job.info.name, 1)
 
         def listen(step: int, score: float) -> None:
+            self.ctrl_c.check()
             if step % every:
                 return
             trial.report(score, step)
@@ -275,8 +317,10 @@ def run_trials(job: Job, study: optuna.Study, trials: int, *, timeout_s: float |
             study.stop()
 
     try:
-        study.optimize(Objective(job), timeout=timeout_s, catch=(SettingError, DivergedError),
-                       callbacks=[after_trial])
+        with CtrlC() as ctrl_c:
+            study.optimize(Objective(job, ctrl_c), timeout=timeout_s, catch=(SettingError, DivergedError),
+                           callbacks=[after_trial])
+            ctrl_c.check()
     finally:
         bar.close()
 
