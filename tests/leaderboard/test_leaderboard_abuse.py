@@ -151,7 +151,9 @@ def test_the_confirmation_shows_the_sign_in_and_binds_only_it(browser, site, tin
     page.click("#confirm-team form[action='/session/confirm'] button")
     page.set_input_files("input[name=file]", str(upload_file))
     page.click("form[action='/submit'] button[type=submit]")
-    assert page.locator("#public-score").count() == 1
+    from playwright.sync_api import expect
+
+    expect(page.locator("#public-score")).to_have_count(1)  # waits for the scored page (a loaded machine)
     assert _count(leaderboard, other.id) == 1 and _count(leaderboard, attacker.id) == 0
     context.close()
 
