@@ -499,6 +499,7 @@ def test_two_processes_share_one_postgresql_study(public, tmp_path):
         _check_shared(url, 6)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed interrupt
 def test_a_ctrl_c_that_a_cleanup_callback_swallows_still_stops_the_trials():
     """Python drops a KeyboardInterrupt raised inside a garbage-collection callback ("Exception ignored");
     under load that is where a Ctrl-C during a trial often landed (SQLAlchemy's weakref callbacks), and
