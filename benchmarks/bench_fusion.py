@@ -109,7 +109,8 @@ def load_graphs(competition: Path, collection: str) -> list[LayoutExample]:
             for row_id, graph in source.graphs()]
 
 
-def _sync(device: torch.device) -> None:
+def synchronize(device: torch.device) -> None:
+    """Wait for ``device``'s queued kernels (a GPU's); nothing on the CPU."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -128,14 +129,14 @@ class Stepper:
 
     def step(self, example: LayoutExample) -> float:
         self.model.train()
-        _sync(self.device)
+        synchronize(self.device)
         started = time.perf_counter()
         loss = _layout_step(self.model, [(0, example)], self.config, self.rng, self.device, True)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
-        _sync(self.device)
+        synchronize(self.device)
         return time.perf_counter() - started
 
 

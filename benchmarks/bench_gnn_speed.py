@@ -57,6 +57,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.bench_fusion import synchronize
 from competition.collections import get_collection
 from competition.data.locate import find_data
 from competition.tasks import Task
@@ -223,14 +224,14 @@ class _Clock:
     def __init__(self, times: StepTimes, device: torch.device = CPU) -> None:
         self.times = times
         self.wall = self.cpu = 0.0
-        self.sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        self.device = device
 
     def start(self) -> None:
-        self.sync()
+        synchronize(self.device)
         self.wall, self.cpu = time.perf_counter(), time.thread_time()
 
     def lap(self, phase: str) -> None:
-        self.sync()
+        synchronize(self.device)
         wall, cpu = time.perf_counter(), time.thread_time()
         self.times.wall[phase] += wall - self.wall
         self.times.cpu[phase] += cpu - self.cpu
@@ -305,17 +306,16 @@ def matmul_rates(shapes: list[tuple[int, int, int]], repeats: int = 5,
     """GFLOP/s of ``torch.matmul`` (m, k) x (k, n) per shape on ``device``: the best of ``repeats`` timed
     batches."""
     out = {}
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for m, k, n in shapes:
         a, b = torch.randn(m, k, device=device), torch.randn(k, n, device=device)
         calls = max(1, int((2e10 if device.type == "cuda" else 2e8) // (2 * m * k * n)))
         best = float("inf")
         for _ in range(repeats):
-            sync()
+            synchronize(device)
             started = time.perf_counter()
             for _ in range(calls):
                 torch.matmul(a, b)
-            sync()
+            synchronize(device)
             best = min(best, (time.perf_counter() - started) / calls)
         out[(m, k, n)] = 2 * m * k * n / best / 1e9
     return out

@@ -246,9 +246,9 @@ class CtrlC:
 class Objective:
     """One trial: suggest, fit on train, select and score on the search half, report as it goes."""
 
-    def __init__(self, job: Job, ctrl_c: CtrlC | None = None) -> None:
+    def __init__(self, job: Job, ctrl_c: CtrlC) -> None:
         self.job = job
-        self.ctrl_c = ctrl_c or CtrlC()
+        self.ctrl_c = ctrl_c  # the guard run_trials entered
 
     def __call__(self, trial: optuna.Trial) -> float:
         job = self.job
