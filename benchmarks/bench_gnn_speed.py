@@ -63,7 +63,7 @@ from competition.data.locate import find_data
 from competition.tasks import Task
 from solutions.methods.base import SplitSource
 from solutions.methods.gnn import train as training
-from solutions.methods.gnn.data import make_example
+from solutions.methods.gnn.data import Edges, make_example
 from solutions.methods.gnn.model import BidirectionalSAGE, LayoutRanker, NodeEncoder
 from solutions.methods.gnn.settings import SETTINGS, GNNConfig
 from solutions.pruning import parse_pruning
@@ -94,7 +94,8 @@ class PyGBidirectionalSAGE(torch.nn.Module):
         self.norm, self.act, self.dropout = lean.norm, lean.act, lean.dropout
         self.load_state_dict(lean.state_dict())
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, edges: Edges | torch.Tensor) -> torch.Tensor:
+        edge_index = edges if isinstance(edges, torch.Tensor) else edges.index  # 1.0 read the edges alone
         message = self.down(x, edge_index) + self.up(x, edge_index.flip(0))
         return x + self.dropout(self.act(self.norm(message)))
 

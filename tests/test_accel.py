@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solutions.compute import accel
-from solutions.compute.accel import scatter, scatter_max, scatter_mean, scatter_sum, segment
+from solutions.compute.accel import group_sizes, scatter, scatter_max, scatter_mean, scatter_sum, segment
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = ROOT / "scripts" / "build_accel.py"
@@ -112,6 +112,23 @@ def test_a_tie_shares_the_fallbacks_gradient(monkeypatch):
     assert src.grad.flatten().tolist() == [0.5, 0.5, 0.0]
 
 
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_mean_over_group_sizes_given_is_the_mean_to_the_bit(scatter_path, dim):
+    """A graph's in-degrees are counted once and handed to every layer's mean (``count``): the same
+    values and gradients as counting them in each call."""
+    gen = torch.Generator().manual_seed(2)
+    src = torch.randn(30, 12, 4, generator=gen)
+    index = torch.randint(0, 9, (src.shape[dim],), generator=gen)
+    index[index == 5] = 6  # group 5 stays empty: 0 / 1
+    results = []
+    for count in (None, group_sizes(index, 10)):
+        x = src.clone().requires_grad_()
+        out = scatter_mean(x, index, dim=dim, dim_size=10, count=count)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        results.append((out.detach(), x.grad))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
 def test_fallback_equals_torch_scatter(monkeypatch):
     require_torch_scatter("torch-scatter is not installed; nothing to compare the fallback with")
     gen = torch.Generator().manual_seed(1)
@@ -136,6 +153,10 @@ def test_fallback_equals_torch_scatter(monkeypatch):
         (lambda: segment(torch.zeros(3), torch.tensor([1, 3])), "offsets from 0 to 3"),
         (lambda: segment(torch.zeros(3), torch.tensor([0, 2, 1, 3])), "non-decreasing"),
         (lambda: segment(torch.zeros(3), torch.tensor([0, 3]), reduce="min"), "unknown reduce"),
+        (lambda: scatter(torch.zeros(3), torch.tensor([0, 1, 1]), dim_size=2, count=torch.ones(3)),
+         r"count is the \(dim_size,\) = \(2,\) group sizes of a mean; got \(3,\)"),
+        (lambda: scatter(torch.zeros(3), torch.tensor([0, 1, 1]), dim_size=2, reduce="sum",
+                         count=torch.ones(2)), "for reduce='sum'"),
     ],
 )
 def test_bad_inputs(call, message):

@@ -702,6 +702,7 @@ def test_mean_sage_is_pyg_sage_conv_to_the_bit(shape, root_weight):
     bytes forward and backward, on one graph and on a batch of configs of it."""
     from torch_geometric.nn import SAGEConv
 
+    from solutions.methods.gnn.data import Edges
     from solutions.methods.gnn.model import MeanSAGE
 
     torch.manual_seed(7)
@@ -714,17 +715,35 @@ def test_mean_sage_is_pyg_sage_conv_to_the_bit(shape, root_weight):
     generator = torch.Generator().manual_seed(1)
     edges = torch.randint(0, 40, (2, 90), generator=generator)
     edges[:, :6] = 3  # repeated edges and a node with many in-neighbours; others have none
+    counted = Edges.of(edges, 40)  # the in-degrees counted once, as a graph's layers read them
     x = torch.randn(*shape, generator=generator)
     outputs, grads = [], []
-    for layer, call in ((pyg, lambda v: pyg(v, edges)), (lean, lambda v: lean(v, edges[0], edges[1]))):
+    for layer, call in ((pyg, lambda v: pyg(v, edges)), (lean, lambda v: lean(v, edges[0], edges[1])),
+                        (lean, lambda v: lean(v, edges[0], edges[1], counted.producers))):
         layer.zero_grad()
         v = x.clone().requires_grad_()
         out = call(v)
         (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
         outputs.append(out)
         grads.append([v.grad, *(p.grad for p in layer.parameters())])
-    assert torch.equal(outputs[0], outputs[1])
-    assert all(torch.equal(a, b) for a, b in zip(*grads, strict=True))
+    for output, grad in zip(outputs[1:], grads[1:], strict=True):
+        assert torch.equal(outputs[0], output)
+        assert all(torch.equal(a, b) for a, b in zip(grads[0], grad, strict=True))
+
+
+def test_a_graph_s_edges_are_counted_once_and_again_for_a_copy_with_other_edges():
+    example = hand_made_layout_examples(1)[0]
+    inputs = example.inputs
+    edges = inputs.edges()
+    assert inputs.edges() is edges and inputs.config_edges() is inputs.config_edges()
+    assert torch.equal(edges.producers, torch.bincount(inputs.edge_index[1], minlength=inputs.num_nodes)
+                       .clamp(min=1).float())
+    assert torch.equal(edges.consumers, torch.bincount(inputs.edge_index[0], minlength=inputs.num_nodes)
+                       .clamp(min=1).float())
+    fewer = replace(inputs, edge_index=inputs.edge_index[:, :-1], links=None)
+    assert fewer.edges().index is fewer.edge_index
+    assert float(fewer.edges().producers.sum()) <= float(edges.producers.sum())
+    assert fewer.config_edges().index is fewer.config_links()
 
 
 def test_a_state_dict_saved_with_pyg_layers_loads_into_the_lean_model():

@@ -50,7 +50,7 @@ def _check(src: torch.Tensor, index: torch.Tensor, dim: int) -> int:
 
 
 def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: int | None = None,
-            reduce: str = "sum") -> torch.Tensor:
+            reduce: str = "sum", count: torch.Tensor | None = None) -> torch.Tensor:
     """Reduce the slices of ``src`` along ``dim`` into the groups ``index`` names.
 
     Arguments:
@@ -59,6 +59,9 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
         dim: the axis of ``src`` that ``index`` runs along.
         dim_size: number of groups G (default ``index.max() + 1``).
         reduce: ``"sum"``, ``"mean"`` or ``"max"``; empty groups give 0.
+        count: ``"mean"`` only: (G,) how many slices each group receives, clamped at 1
+            (``group_sizes``), where the caller has it already (a graph's in-degrees serve every layer
+            and step); the same result, without counting again.
 
     Shapes: (..., N, ...) -> (..., G, ...).
     """
@@ -66,6 +69,13 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
         raise ValueError(f"unknown reduce {reduce!r}; expected one of {', '.join(REDUCTIONS)}")
     dim = _check(src, index, dim)
     size = _dim_size(index, dim_size)
+    if count is not None:
+        if reduce != "mean" or count.shape != (size,):
+            raise ValueError(f"count is the (dim_size,) = ({size},) group sizes of a mean; got "
+                             f"{tuple(count.shape)} for reduce={reduce!r}")
+        view = [1] * src.dim()
+        view[dim] = -1
+        return scatter(src, index, dim=dim, dim_size=size) / count.to(src.dtype).view(view)
     if WITH_TORCH_SCATTER:
         import torch_scatter
 
@@ -83,8 +93,13 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
         return total
     # The mean as sum / count: scatter_reduce_'s own "mean" is slower, forward and backward. An empty
     # group divides 0 by 1.
-    count = torch.bincount(index, minlength=size).clamp_(min=1).to(src.dtype)
-    return total / count.view(view)
+    return total / group_sizes(index, size).to(src.dtype).view(view)
+
+
+def group_sizes(index: torch.Tensor, dim_size: int) -> torch.Tensor:
+    """How many slices each of ``dim_size`` groups receives, clamped at 1: what a mean divides the
+    group's sum by (an empty group: 0 / 1). Shapes: (N,) int64 -> (dim_size,) float32."""
+    return torch.bincount(index, minlength=dim_size).clamp_(min=1).to(torch.float32)
 
 
 def scatter_sum(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0,
@@ -94,9 +109,9 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0,
 
 
 def scatter_mean(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0,
-                 dim_size: int | None = None) -> torch.Tensor:
+                 dim_size: int | None = None, count: torch.Tensor | None = None) -> torch.Tensor:
     """Mean per group (0 for an empty group); see ``scatter``."""
-    return scatter(src, index, dim=dim, dim_size=dim_size, reduce="mean")
+    return scatter(src, index, dim=dim, dim_size=dim_size, reduce="mean", count=count)
 
 
 def scatter_max(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0,

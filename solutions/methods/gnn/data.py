@@ -42,6 +42,7 @@ from competition.data.compact import LAYOUT_VALUE_MIN, pack_layout_vector_codes
 from competition.data.graphs import Graph, LayoutGraph, TileGraph
 from competition.data.processed_cache import CachedGraph
 from competition.tasks import LAYOUT_CONFIG_DIM, Task
+from solutions.compute.accel import group_sizes
 from solutions.features.dedup import deduplicate_configs
 from solutions.features.log_scale import scale_node_features
 from solutions.kinds import CONFIGS_PER_NODE, kind_of
@@ -67,6 +68,28 @@ def graph_tensors(node_feat: np.ndarray, node_opcode: np.ndarray, edge_index: np
     return feat, opcode, edges
 
 
+@dataclass(frozen=True)
+class Edges:
+    """A graph's edges as message passing reads them, in both directions, with what each direction's
+    mean over neighbours divides by: counted once per graph (``of``) rather than in every layer of
+    every step (docs/gnn.md, "Training speed").
+
+    Shapes: index (2, m) int64 ``[producer, consumer]``; producers, consumers (n,) float32: how many
+    producers each node reads and how many consumers read it, clamped at 1 (``group_sizes``).
+    """
+
+    index: torch.Tensor
+    producers: torch.Tensor
+    consumers: torch.Tensor
+
+    @classmethod
+    def of(cls, edge_index: torch.Tensor, num_nodes: int) -> Edges:
+        return cls(edge_index, group_sizes(edge_index[1], num_nodes), group_sizes(edge_index[0], num_nodes))
+
+    def to(self, device: torch.device | str) -> Edges:
+        return Edges(self.index.to(device), self.producers.to(device), self.consumers.to(device))
+
+
 # --------------------------------------------------------------------------------------------------
 # Examples
 
@@ -86,6 +109,9 @@ class LayoutInputs:
     # (2, e) int64 [producer, consumer] links between configurable nodes (indices 0..nc-1), computed
     # on first use by ``config_links`` (intermediate fusion reads them)
     links: torch.Tensor | None = None
+    # ``Edges`` of edge_index and of the links, made on first use by ``edges`` and ``config_edges``
+    graph_edges: Edges | None = None
+    link_edges: Edges | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -97,14 +123,28 @@ class LayoutInputs:
             self.links = configurable_links(self.edge_index, self.config_node_ids, self.num_nodes)
         return self.links
 
+    def edges(self) -> Edges:
+        """The graph's ``Edges``, made once (again for a copy given other edges)."""
+        if self.graph_edges is None or self.graph_edges.index is not self.edge_index:
+            self.graph_edges = Edges.of(self.edge_index, self.num_nodes)
+        return self.graph_edges
+
+    def config_edges(self) -> Edges:
+        """The links' ``Edges`` over the nc configurable nodes, made once (again for a copy given other
+        links)."""
+        links = self.config_links()
+        if self.link_edges is None or self.link_edges.index is not links:
+            self.link_edges = Edges.of(links, int(self.config_node_ids.shape[0]))
+        return self.link_edges
+
     def to(self, device: torch.device | str) -> LayoutInputs:
         if self.node_feat.device == torch.device(device):
-            return self  # keeps the links computed on it for the next step
-        self.config_links()  # computed once here, not on every step's copy
+            return self  # keeps the links and edges made on it for the next step
+        # made once here, not on every step's copy
+        graph_edges, link_edges = self.edges().to(device), self.config_edges().to(device)
         return LayoutInputs(self.node_feat.to(device), self.node_opcode.to(device),
-                            self.edge_index.to(device),
-                            self.config_node_ids.to(device), self.common_rows.to(device),
-                            None if self.links is None else self.links.to(device))
+                            graph_edges.index, self.config_node_ids.to(device), self.common_rows.to(device),
+                            link_edges.index, graph_edges, link_edges)
 
 
 def configurable_links(edge_index: torch.Tensor, config_node_ids: torch.Tensor,

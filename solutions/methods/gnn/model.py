@@ -59,7 +59,7 @@ from solutions.compute.accel import scatter_mean, segment
 from solutions.features.layout import layout_feature_names
 from solutions.features.log_scale import NODE_FEAT_COLUMNS
 from solutions.methods.gnn.config_store import LAYOUT_DIGITS, LAYOUT_SLOTS_PER_ROW
-from solutions.methods.gnn.data import LayoutBatch, LayoutInputs, TileBatch, config_vector_width
+from solutions.methods.gnn.data import Edges, LayoutBatch, LayoutInputs, TileBatch, config_vector_width
 from solutions.methods.gnn.engineered import ENGINEERED_LAYOUT_COLUMNS
 from solutions.methods.gnn.settings import FUSIONS, GNNConfig
 
@@ -133,7 +133,8 @@ class MeanSAGE(nn.Module):
     machinery, which cost more than the layer's arithmetic on pruned graphs, and PyTorch Geometric is
     not imported. ``root_weight=False``: no ``lin_r`` term.
 
-    Shapes: x (..., n, h); source, target (m,) int64 node ids of the edges ``source -> target``
+    Shapes: x (..., n, h); source, target (m,) int64 node ids of the edges ``source -> target``;
+    count (n,) float32 or None: each node's in-degree clamped at 1 (``Edges``; None: counted here)
     -> (..., n, h).
     """
 
@@ -148,15 +149,16 @@ class MeanSAGE(nn.Module):
         if self.lin_r is not None:
             self.lin_r.reset_parameters()
 
-    def forward(self, x: torch.Tensor, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, source: torch.Tensor, target: torch.Tensor,
+                count: torch.Tensor | None = None) -> torch.Tensor:
         if x.dim() == 2:
-            mean = scatter_mean(x.index_select(0, source), target, dim=0, dim_size=x.shape[0])
+            mean = scatter_mean(x.index_select(0, source), target, dim=0, dim_size=x.shape[0], count=count)
         else:  # (..., n, h): gather and sum along the first dimension, where torch's CPU kernels
             # (forward and backward) copy whole rows, then back; every sum adds the same terms in
             # the same order, so the values do not change.
             nodes_first = x.movedim(-2, 0)
             mean = scatter_mean(nodes_first.index_select(0, source), target, dim=0,
-                                dim_size=x.shape[-2]).movedim(0, -2).contiguous()
+                                dim_size=x.shape[-2], count=count).movedim(0, -2).contiguous()
         out = self.lin_l(mean)
         return out if self.lin_r is None else out + self.lin_r(x)
 
@@ -170,7 +172,7 @@ class BidirectionalSAGE(nn.Module):
     users of its output.
 
     Shapes: x (n, h) or (B, n, h) (the same graph for every leading index: PyG static batching);
-    edge_index (2, m) int64 -> same shape as x.
+    edges: the graph's ``Edges`` (made once per graph), or its edge_index (2, m) int64 -> same shape as x.
     """
 
     def __init__(self, hidden: int, dropout: float = 0.0) -> None:
@@ -181,9 +183,12 @@ class BidirectionalSAGE(nn.Module):
         self.act = nn.GELU()
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        producer, consumer = edge_index[0], edge_index[1]
-        message = self.act(self.norm(self.down(x, producer, consumer) + self.up(x, consumer, producer)))
+    def forward(self, x: torch.Tensor, edges: Edges | torch.Tensor) -> torch.Tensor:
+        if isinstance(edges, torch.Tensor):
+            edges = Edges.of(edges, x.shape[-2])
+        producer, consumer = edges.index[0], edges.index[1]
+        message = self.act(self.norm(self.down(x, producer, consumer, edges.producers)
+                                     + self.up(x, consumer, producer, edges.consumers)))
         # dropout 0 keeps every value (and draws no random number): no call, no copy
         return x + (self.dropout(message) if self.dropout.p else message)
 
@@ -338,7 +343,7 @@ class LayoutRanker(nn.Module):
         x = self.nodes(inputs.node_feat, inputs.node_opcode)
         if self.fusion == "intermediate":
             for layer in self.layers:
-                x = layer(x, inputs.edge_index)
+                x = layer(x, inputs.edges())
         return x
 
     @property
@@ -390,7 +395,7 @@ class LayoutRanker(nn.Module):
             contribution = self.encode_configs(inputs, node_state, digits, dedup_rows=dedup_rows)
             x = x.index_add(1, inputs.config_node_ids, contribution)  # (B, n, h); node_state untouched
         for layer in self.layers:
-            x = layer(x, inputs.edge_index)
+            x = layer(x, inputs.edges())
         return x
 
     def configurable_states(self, inputs: LayoutInputs, graph_state: torch.Tensor, digits: torch.Tensor, *,
@@ -400,7 +405,7 @@ class LayoutRanker(nn.Module):
         x = graph_state[inputs.config_node_ids].unsqueeze(0) + self.encode_configs(
             inputs, graph_state, digits, dedup_rows=dedup_rows)
         if len(self.config_layers):
-            links = inputs.config_links()
+            links = inputs.config_edges()
             for layer in self.config_layers:
                 x = layer(x, links)
         return x
@@ -527,8 +532,9 @@ class TileRanker(nn.Module):
                       ptr: torch.Tensor) -> torch.Tensor:
         """(N, 140), (N,), (2, M), (G + 1,) -> (G, h) kernel embeddings."""
         x = self.nodes(node_feat, node_opcode)
+        edges = Edges.of(edge_index, x.shape[0])
         for layer in self.layers:
-            x = layer(x, edge_index)
+            x = layer(x, edges)
         # Nodes are in topological order, so each kernel's last node is its output (root).
         output_node = x[ptr[1:] - 1]
         pooled = torch.cat([segment(x, ptr, reduce="mean"), segment(x, ptr, reduce="max"),
