@@ -21,6 +21,9 @@ class DataFormatError(ValueError):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
+    def __reduce__(self) -> tuple:  # pickled whole: a worker process hands it back to its parent
+        return type(self), (self.path, self.problem)
+
 
 class RowError(ValueError):
     """A TopConfigs cell that breaks the per-row rule; ``rule`` is its code in
@@ -29,6 +32,9 @@ class RowError(ValueError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)
         self.rule = rule
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.rule, str(self))
 
 
 class SolutionFormatError(ValueError):

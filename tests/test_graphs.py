@@ -193,3 +193,16 @@ def test_collections_table():
             parse_row_id(bad)
     with pytest.raises(ValueError, match="unknown collection 'tile'; expected one of tile:xla"):
         get_collection("tile")
+
+
+def test_the_kit_s_errors_survive_pickling_whole():
+    """A worker process (``solve --jobs``) hands its error back to the parent pickled: the same type,
+    message and fields come out."""
+    import pickle
+
+    from competition.errors import RowError
+
+    for error in (DataFormatError("/data/a.npz", "missing array 'config_runtime'"),
+                  RowError("duplicate", "config 3 appears twice")):
+        again = pickle.loads(pickle.dumps(error))
+        assert type(again) is type(error) and str(again) == str(error) and vars(again) == vars(error)

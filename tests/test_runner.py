@@ -174,6 +174,30 @@ def test_same_seed_same_file_and_predict_only_reuses_the_models(tiny_competition
     assert report.predict_only and all(c.fit_seconds == 0.0 for c in report.collections)
 
 
+def test_collections_in_processes_of_their_own_give_the_same_submission_and_models(tiny_competition,
+                                                                                  tmp_path):
+    """``jobs=2``: each collection fitted in a spawned process; the file, every saved weight and every score
+    as one process gives them, in the collections' order."""
+    reports = {}
+    for jobs in (1, 2):
+        reports[jobs] = solve(public(tiny_competition), "gnn", tmp_path / f"jobs{jobs}.csv", options=QUIET,
+                              method_params=QUICK_GNN, jobs=jobs)
+    assert (tmp_path / "jobs1.csv").read_bytes() == (tmp_path / "jobs2.csv").read_bytes()
+    weights = [sorted((tmp_path / f"jobs{jobs}.models").rglob("gnn.pt")) for jobs in (1, 2)]
+    assert len(weights[0]) == 5
+    assert [p.read_bytes() for p in weights[0]] == [p.read_bytes() for p in weights[1]]
+    for one, two in zip(reports[1].collections, reports[2].collections, strict=True):
+        assert (one.collection, one.validation_score, one.valid_graph_scores) == (
+            two.collection, two.validation_score, two.valid_graph_scores)
+        assert two.fit_seconds > 0 and two.peak_memory_mb > 0
+    assert reports[2].complete and reports[2].process_peak_memory_mb >= max(
+        c.peak_memory_mb for c in reports[2].collections) * 0.5
+    again = solve(public(tiny_competition), "gnn", tmp_path / "again.csv", options=QUIET, jobs=2,
+                  model_dir=tmp_path / "jobs2.models", predict_only=True)
+    assert (tmp_path / "again.csv").read_bytes() == (tmp_path / "jobs1.csv").read_bytes()
+    assert all(c.fit_seconds == 0.0 for c in again.collections)
+
+
 QUICK_GBDT = {"num_boost_round": 20, "min_boost_round": 5, "early_stopping_rounds": 5, "num_threads": 1}
 
 
@@ -265,6 +289,8 @@ def test_a_three_seed_blend_differs_from_each_seed(tiny_competition, tmp_path, e
     ({"method_params": {"nonsense": 1}}, "setting nonsense: --method gnn has no such setting"),
     ({"method_params": {"hidden": 8}, "predict_only": True}, "--param has no effect with --predict-only"),
     ({"options": FitOptions(device="cuda:7", progress=False)}, "cuda"),
+    ({"jobs": 0}, r"--jobs must be a whole number of processes, 1 or more; got 0"),
+    ({"jobs": 1.5}, r"--jobs must be a whole number of processes, 1 or more; got 1.5"),
 ])
 def test_user_errors(tiny_competition, tmp_path, kwargs, message):
     call = {"data_dir": public(tiny_competition), "method": "gnn", "out": tmp_path / "sub.csv",
@@ -353,6 +379,8 @@ def test_cli_writes_a_valid_file_and_a_json_report(tiny_competition, tmp_path, c
     (["--seeds", "0,1", "--predict-only"], "--seeds has no effect with --predict-only"),
     (["--cache-dir", "{tmp}/a_file"], "a_file: exists and is not a folder"),
     (["--cache-dir", "{tmp}/a_file/cache"], "a_file/cache: cannot create it (Not a directory)"),
+    (["--jobs", "0"], "--jobs must be a whole number of processes, 1 or more; got 0"),
+    (["--jobs", "two"], "argument --jobs: invalid int value: 'two'"),
 ])
 def test_cli_usage_errors_exit_2_without_traceback(tiny_competition, tmp_path, capsys, argv, message):
     (tmp_path / "a_file").write_text("not a folder")
@@ -365,7 +393,9 @@ def test_cli_usage_errors_exit_2_without_traceback(tiny_competition, tmp_path, c
     assert code == 2 and message in err and "Traceback" not in err
 
 
-def test_cli_unreadable_data_exits_1(tiny_competition, tmp_path, capsys):
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_cli_unreadable_data_exits_1(tiny_competition, tmp_path, capsys, jobs):
+    """With --jobs 2 the file is read in a worker process, and its error comes back whole."""
     import shutil
 
     data = tmp_path / "public"
@@ -373,8 +403,11 @@ def test_cli_unreadable_data_exits_1(tiny_competition, tmp_path, capsys):
     victim = sorted((data / "npz_all" / "npz" / "tile" / "xla" / "valid").glob("*.npz"))[0]
     victim.write_bytes(b"not an npz")
     code, _, err = run_cli(capsys, "--data", str(data), "--out", str(tmp_path / "sub.csv"), "--quiet",
-                           "--method", "random", "--collection", "tile:xla")
-    assert code == 1 and victim.name in err and "Traceback" not in err
+                           "--method", "random", "--collection", "tile:xla", "--collection",
+                           "layout:xla:random", "--jobs", jobs)
+    assert code == 1 and f"cannot read the data: {victim}: " in err and "Traceback" not in err
+    assert not (tmp_path / "sub.csv").exists()
+    assert not list((tmp_path / "sub.models").glob(model_store.STAGING_PREFIX + "*"))
 
 
 def test_cli_disk_full_while_caching_exits_1_and_leaves_no_half_cache(tiny_competition, tmp_path, capsys,
@@ -591,17 +624,19 @@ def test_predict_only_refuses_a_model_of_an_older_rule_or_feature_version(tiny_c
                  "--collection", TWO[1]]) == 2
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
 @pytest.mark.parametrize(("sent", "status", "said"), [(signal.SIGINT, 130, "interrupted"),
                                                        (signal.SIGTERM, 143, "terminated")])
 def test_a_stopped_solve_cleans_up_the_same_for_sigint_and_sigterm(tiny_competition, tmp_path, sent, status,
-                                                                   said):
+                                                                   said, jobs):
     """``kill`` (SIGTERM, what a scheduler or a container sends) leaves what Ctrl-C leaves: no staging
-    folder, no half-written submission, the models of the previous run as they were."""
+    folder, no half-written submission, the models of the previous run as they were; with --jobs 2 the
+    signal reaches the parent alone, which stops its worker processes before it cleans up."""
     out, models = tmp_path / "sub.csv", tmp_path / "sub.models"
     # tile:xla trains in a moment and is staged; the layout collection is still training when the signal comes
     argv = ["solve", "--data", str(public(tiny_competition)), "--method", "gnn", "--out", str(out),
             "--collection", "tile:xla", "--collection", "layout:xla:random", "--quiet",
-            "--param", "layout_epochs=400"]
+            "--param", "layout_epochs=400", "--jobs", jobs]
     from child_cli import argv as child
 
     running = subprocess.Popen(child(*argv), cwd=ROOT, stderr=subprocess.PIPE, text=True)
@@ -612,6 +647,8 @@ def test_a_stopped_solve_cleans_up_the_same_for_sigint_and_sigterm(tiny_competit
             time.sleep(0.05)
         assert list(models.glob(model_store.STAGING_PREFIX + "*")), "the run never staged its models"
         time.sleep(0.5)  # well inside the layout collection's training
+        workers = _children(running.pid)
+        assert workers != [] or jobs == "1", "no worker processes seen"
         running.send_signal(sent)
         _, stderr = running.communicate(timeout=120)
     finally:
@@ -621,3 +658,12 @@ def test_a_stopped_solve_cleans_up_the_same_for_sigint_and_sigterm(tiny_competit
     assert stderr.strip().splitlines()[-1] == said and "Traceback" not in stderr
     assert not list(models.glob(model_store.STAGING_PREFIX + "*"))
     assert not out.exists()
+    alive = [pid for pid in workers or [] if Path(f"/proc/{pid}").exists()
+             and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()]
+    assert not alive, f"worker processes {alive} outlived the run"
+
+
+def _children(pid: int) -> list[int] | None:
+    """The processes ``pid`` started (Linux's /proc; None where it does not list them)."""
+    found = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in found.read_text().split()] if found.exists() else None

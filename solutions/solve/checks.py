@@ -198,5 +198,15 @@ def check_world(world_size: int, method: MethodInfo, predict_only: bool) -> None
         raise SolveError("--predict-only trains nothing: run it as one process, not under torchrun")
 
 
+def check_jobs(jobs: int, world_size: int) -> None:
+    """``--jobs``: a whole number of processes, and not under torchrun (whose processes share each
+    collection's training)."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise SolveError(f"--jobs must be a whole number of processes, 1 or more; got {jobs!r}")
+    if jobs > 1 and world_size > 1:
+        raise SolveError(f"--jobs {jobs} runs collections in processes of its own, and under torchrun the "
+                         f"{world_size} processes already train each collection together: leave --jobs out")
+
+
 def default_model_dir(out: Path) -> Path:
     return out.with_name(out.stem + ".models") if out.suffix else out.with_name(out.name + ".models")

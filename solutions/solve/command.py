@@ -117,6 +117,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the report as one JSON document: on stdout with no file name (progress and the "
                              "per-collection lines then go to stderr), else also written to REPORT.json; "
                              "with --list-params, the settings as JSON")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="collections fitted at once, each in a process of its own (default: 1); the "
+                             "same submission and models. The gnn trains on one thread, so on a machine of "
+                             "N cores --jobs N uses them all (each process holds one collection's memory; "
+                             "no progress bars)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(handler=run)
 
@@ -227,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
             args.data, args.method, args.out, collections=args.collection, options=options,
             model_dir=args.model_dir, predict_only=args.predict_only, method_params=params,
             log=lambda line: print(line, flush=True, file=sys.stderr if to_stdout else sys.stdout),
-            seeds=seeds, params_file=args.params,
+            seeds=seeds, params_file=args.params, jobs=args.jobs,
         )
     except SolveError as exc:
         raise UsageError(str(exc)) from None

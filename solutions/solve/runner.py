@@ -64,6 +64,7 @@ from solutions.solve.checks import (
     SolveError,
     check_cache_dir,
     check_device,
+    check_jobs,
     check_params,
     check_splits,
     check_world,
@@ -220,6 +221,7 @@ def solve(
     log: Callable[[str], None] | None = None,
     seeds: Sequence[int] | None = None,
     params_file: str | Path | None = None,
+    jobs: int = 1,
 ) -> SolveReport | None:
     """Train (or load), validate and predict each collection, then write and validate the submission.
 
@@ -238,6 +240,10 @@ def solve(
             seed = a single model with ``options.seed`` (or that seed). Not with ``predict_only``,
             which loads whatever seeds the saved run had.
         params_file: a PARAMS.json (``tpugraphs tune``'s): each collection starts from its settings there.
+        jobs: collections run at once, each in a process of its own (``_solve_in_processes``); 1: one
+            after the other in this process. The same submission and models either way. The processes
+            are spawned, and a spawned process imports the calling script again: from a script, call
+            ``solve`` under ``if __name__ == "__main__":``.
 
     Returns:
         a ``SolveReport`` (None on ranks other than 0 of a torchrun run, see the module docstring).
@@ -265,6 +271,7 @@ def solve(
     check_cache_dir(options.cache_dir)
     world_size = torchrun_world_size()
     check_world(world_size, info, predict_only)
+    check_jobs(jobs, world_size)
     saved_folders: dict[str, Path] = {}
     if predict_only:
         try:  # before any work: every model folder must come whole from a completed run
@@ -275,7 +282,7 @@ def solve(
         raise SolveError(f"{out} is a folder; --out names the submission file to write")
     plan = _Run(data_dir=data_dir, info=info, chosen=tuple(chosen), out=out, options=options,
                 model_dir=model_dir, saved_folders=saved_folders, params=params, say=say, started=started,
-                seeds=tuple(seeds), from_file=from_file)
+                seeds=tuple(seeds), from_file=from_file, jobs=min(jobs, len(chosen)))
     if world_size == 1:
         return _solve(plan)
     from solutions.compute import distributed  # torch: only now, and only for the gnn
@@ -305,6 +312,7 @@ class _Run:
     started: float
     seeds: tuple[int, ...]
     from_file: ParamsFile | None  # --params
+    jobs: int = 1  # collections at once, each in a process of its own
 
     @property
     def predict_only(self) -> bool:
@@ -329,45 +337,135 @@ def _solve(plan: _Run, world: World | None = None) -> SolveReport | None:
             settings["params_file"] = from_file.origin(c.name for c in plan.chosen)
         run = model_store.Run.start(plan.model_dir, info.name, settings)
     try:  # a failed run leaves no staging folder behind (its models were never put in place)
-        reports: list[CollectionReport] = []
-        rows: dict[str, np.ndarray] = {}
-        models: list[tuple[int, object]] = []
-        for collection in plan.chosen:
-            with PeakMemory() as memory:
-                t0 = time.perf_counter()
-                if predict_only:
-                    models = load_models(info, plan.saved_folders[collection.name], seed=options.seed,
-                                         device=options.device)
-                    fit_seconds = 0.0
-                else:
-                    if from_file is not None:
-                        say(_params_line(from_file, collection, params))
-                    models = _fit_models(info, collection, data_dir, options,
-                                         _collection_params(from_file, collection, params), seeds)
-                    fit_seconds = time.perf_counter() - t0
-                    if run is None:  # rank 0 saves, validates and predicts; wait for it, then train the next
-                        world_barrier()
-                        continue
-                    _stage(run, collection, models, len(seeds))
-                outcome = _validate_and_predict([model for _, model in models], info, data_dir, collection,
-                                                options)
-            rows.update(outcome.rows)
-            report = _collection_report(collection, models, outcome, fit_seconds, memory.peak_mb,
-                                        plan.model_dir / collection_slug(collection))
-            reports.append(report)
-            predict_seconds = report.validate_seconds + report.predict_seconds
-            say(f"{collection.name}: validation {collection.metric} {report.validation_score:.4f} over "
-                f"{report.valid_graphs} graphs (fit {fit_seconds:.1f} s, predict {predict_seconds:.1f} s, "
-                f"peak {report.peak_memory_mb:.0f} MB)")
-            if world is not None:
-                world_barrier()
+        if plan.jobs > 1:
+            done = _solve_in_processes(plan, run)
+        else:
+            done = []
+            for collection in plan.chosen:
+                if from_file is not None and not predict_only:
+                    say(_params_line(from_file, collection, params))
+                if not main:  # rank 0 saves, validates and predicts; wait for it, then train the next
+                    _fit_models(info, collection, data_dir, options,
+                                _collection_params(from_file, collection, params), seeds)
+                    world_barrier()
+                    continue
+                done.append(_one_collection(_job(plan, collection, run)))
+                say(done[-1].line)
+                if world is not None:
+                    world_barrier()
         if not main:
             return None
-        return _finish(plan, run=run, rows=rows, reports=reports, world=world,
-                       seeds=[seed for seed, _ in models] if reports else list(seeds))
+        rows = {row_id: ranking for finished in done for row_id, ranking in finished.rows.items()}
+        return _finish(plan, run=run, rows=rows, reports=[finished.report for finished in done], world=world,
+                       seeds=done[-1].seeds if done else list(seeds),
+                       peak_mb=max([process_peak_mb(), *(finished.process_peak_mb for finished in done)]))
     except BaseException:
         if run is not None:
             run.abandon()
+        raise
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One collection's work, as a process of its own receives it (names, not objects: a worker resolves
+    the method and the collection again)."""
+
+    method: str
+    collection: str
+    data_dir: Path
+    options: FitOptions
+    params: dict  # the collection's settings beyond its defaults (--params, then --param)
+    seeds: tuple[int, ...]
+    saved_folder: Path | None  # --predict-only: the checked folder to load
+    run: model_store.Run | None  # where a fitted model is staged
+    model_dir: Path
+
+
+@dataclass
+class _Done:
+    """What a collection's work gives back: its report, test rows, the seeds of its models, the line the
+    log shows for it, and the peak memory of the process that ran it."""
+
+    report: CollectionReport
+    rows: dict[str, np.ndarray]
+    seeds: list[int]
+    line: str
+    process_peak_mb: float
+
+
+def _job(plan: _Run, collection: Collection, run: model_store.Run | None) -> _Job:
+    return _Job(method=plan.info.name, collection=collection.name, data_dir=plan.data_dir,
+                options=plan.options, params=_collection_params(plan.from_file, collection, plan.params),
+                seeds=plan.seeds, saved_folder=plan.saved_folders.get(collection.name), run=run,
+                model_dir=plan.model_dir)
+
+
+def _one_collection(job: _Job) -> _Done:
+    """Fit (or load) a collection's models, stage them, validate, and rank its test graphs."""
+    from competition.collections import get_collection
+
+    info, collection = resolve_method(job.method), get_collection(job.collection)
+    with PeakMemory() as memory:
+        t0 = time.perf_counter()
+        if job.saved_folder is not None:
+            models = load_models(info, job.saved_folder, seed=job.options.seed, device=job.options.device)
+            fit_seconds = 0.0
+        else:
+            models = _fit_models(info, collection, job.data_dir, job.options, job.params, job.seeds)
+            fit_seconds = time.perf_counter() - t0
+            if job.run is not None:
+                _stage(job.run, collection, models, len(job.seeds))
+        outcome = _validate_and_predict([model for _, model in models], info, job.data_dir, collection,
+                                        job.options)
+    report = _collection_report(collection, models, outcome, fit_seconds, memory.peak_mb,
+                                job.model_dir / collection_slug(collection))
+    predict_seconds = report.validate_seconds + report.predict_seconds
+    line = (f"{collection.name}: validation {collection.metric} {report.validation_score:.4f} over "
+            f"{report.valid_graphs} graphs (fit {fit_seconds:.1f} s, predict {predict_seconds:.1f} s, "
+            f"peak {report.peak_memory_mb:.0f} MB)")
+    return _Done(report, outcome.rows, [seed for seed, _ in models], line, process_peak_mb())
+
+
+def _solve_in_processes(plan: _Run, run: model_store.Run | None) -> list[_Done]:
+    """``plan.jobs`` collections at once, each in a fresh process (spawned: nothing of this one's torch
+    state is shared), without progress bars (several would overwrite each other); a collection's line is
+    logged as it finishes, and the results come back in the collections' order. Every fit is seeded by
+    its own settings alone, so the submission and the models are the ones a run of one process writes
+    (``tests/test_runner.py``). A failure in any collection, Ctrl-C or SIGTERM stops the other processes
+    at once (the caller then removes the run's staging folder) and is raised here."""
+    import multiprocessing
+
+    options = replace(plan.options, progress=False)
+    jobs = [_job(replace(plan, options=options), collection, run) for collection in plan.chosen]
+    if plan.from_file is not None and not plan.predict_only:
+        for collection in plan.chosen:
+            plan.say(_params_line(plan.from_file, collection, plan.params))
+    done: dict[int, _Done] = {}
+    pool = multiprocessing.get_context("spawn").Pool(processes=plan.jobs)
+    try:
+        for index, finished in pool.imap_unordered(_one_collection_in_worker, enumerate(jobs)):
+            plan.say(finished.line)
+            done[index] = finished
+        pool.close()
+    finally:
+        pool.terminate()  # returns at once when every process has finished; stops them otherwise
+        pool.join()
+    return [done[index] for index in range(len(jobs))]
+
+
+def _one_collection_in_worker(indexed: tuple[int, _Job]) -> tuple[int, _Done]:
+    """``_one_collection`` in a worker process; an error that would not survive the way back to the parent
+    (pickling) is sent as a ``RuntimeError`` with its message."""
+    import pickle
+
+    index, job = indexed
+    try:
+        return index, _one_collection(job)
+    except Exception as exc:
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
         raise
 
 
@@ -472,7 +570,7 @@ def _collection_report(collection: Collection, models: list[tuple[int, object]],
 
 
 def _finish(plan: _Run, *, run: model_store.Run | None, rows: dict, reports: list[CollectionReport],
-            world: World | None, seeds: list[int]) -> SolveReport:
+            world: World | None, seeds: list[int], peak_mb: float) -> SolveReport:
     """Write and check the submission, put the run's models in place, and report."""
     out = plan.out
     write_submission(out, rows)
@@ -485,7 +583,7 @@ def _finish(plan: _Run, *, run: model_store.Run | None, rows: dict, reports: lis
     solved = SolveReport(
         method=plan.info.name, submission=out, rows=len(rows), collections=reports, options=plan.options,
         predict_only=plan.predict_only, model_dir=plan.model_dir, seconds=time.perf_counter() - plan.started,
-        process_peak_memory_mb=process_peak_mb(), world_size=1 if world is None else world.size, seeds=seeds,
+        process_peak_memory_mb=peak_mb, world_size=1 if world is None else world.size, seeds=seeds,
     )
     solved.add_intervals()  # a fixed resampling seed: runs differ only by their scores
     return solved
