@@ -664,6 +664,17 @@ def test_a_stopped_solve_cleans_up_the_same_for_sigint_and_sigterm(tiny_competit
 
 
 def _children(pid: int) -> list[int] | None:
-    """The processes ``pid`` started (Linux's /proc; None where it does not list them)."""
+    """The worker processes ``pid`` started (Linux's /proc; None where it does not list them). Not
+    multiprocessing's resource tracker, which leaves on its own once every other process has."""
     found = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(child) for child in found.read_text().split()] if found.exists() else None
+    if not found.exists():
+        return None
+    children = [int(child) for child in found.read_text().split()]
+    return [child for child in children if b"spawn_main" in _cmdline(child)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone already
+        return b""

@@ -240,10 +240,8 @@ def solve(
             seed = a single model with ``options.seed`` (or that seed). Not with ``predict_only``,
             which loads whatever seeds the saved run had.
         params_file: a PARAMS.json (``tpugraphs tune``'s): each collection starts from its settings there.
-        jobs: collections run at once, each in a process of its own (``_solve_in_processes``); 1: one
-            after the other in this process. The same submission and models either way. The processes
-            are spawned, and a spawned process imports the calling script again: from a script, call
-            ``solve`` under ``if __name__ == "__main__":``.
+        jobs: collections at once, each in a process of its own (``_solve_in_processes``, which says
+            how a script calls it); 1: one after the other in this process. The same file either way.
 
     Returns:
         a ``SolveReport`` (None on ranks other than 0 of a torchrun run, see the module docstring).
@@ -283,13 +281,16 @@ def solve(
     plan = _Run(data_dir=data_dir, info=info, chosen=tuple(chosen), out=out, options=options,
                 model_dir=model_dir, saved_folders=saved_folders, params=params, say=say, started=started,
                 seeds=tuple(seeds), from_file=from_file, jobs=min(jobs, len(chosen)))
-    if world_size == 1:
-        return _solve(plan)
+    return _solve(plan) if world_size == 1 else _solve_under_torchrun(plan)
+
+
+def _solve_under_torchrun(plan: _Run) -> SolveReport | None:
+    """This process's part of a torchrun run (the module docstring)."""
     from solutions.compute import distributed  # torch: only now, and only for the gnn
 
-    world, device = distributed.start(options.device)
+    world, device = distributed.start(plan.options.device)
     try:
-        report = _solve(replace(plan, options=replace(options, device=device)), world=world)
+        report = _solve(replace(plan, options=replace(plan.options, device=device)), world=world)
         distributed.barrier()  # the others leave once rank 0 has written and checked the submission
         return report
     finally:
@@ -432,7 +433,8 @@ def _solve_in_processes(plan: _Run, run: model_store.Run | None) -> list[_Done]:
     logged as it finishes, and the results come back in the collections' order. Every fit is seeded by
     its own settings alone, so the submission and the models are the ones a run of one process writes
     (``tests/test_runner.py``). A failure in any collection, Ctrl-C or SIGTERM stops the other processes
-    at once (the caller then removes the run's staging folder) and is raised here."""
+    at once (the caller then removes the run's staging folder) and is raised here. A spawned process
+    imports the calling script again: from a script, call ``solve`` under ``if __name__ == "__main__":``."""
     import multiprocessing
 
     options = replace(plan.options, progress=False)
