@@ -69,22 +69,21 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
         raise ValueError(f"unknown reduce {reduce!r}; expected one of {', '.join(REDUCTIONS)}")
     dim = _check(src, index, dim)
     size = _dim_size(index, dim_size)
-    if count is not None:
-        if reduce != "mean" or count.shape != (size,):
-            raise ValueError(f"count is the (dim_size,) = ({size},) group sizes of a mean; got "
-                             f"{tuple(count.shape)} for reduce={reduce!r}")
-        view = [1] * src.dim()
-        view[dim] = -1
-        return scatter(src, index, dim=dim, dim_size=size) / count.to(src.dtype).view(view)
+    if count is not None and (reduce != "mean" or count.shape != (size,)):
+        raise ValueError(f"count is the (dim_size,) = ({size},) group sizes of a mean; got "
+                         f"{tuple(count.shape)} for reduce={reduce!r}")
+    view = [1] * src.dim()
+    view[dim] = -1
     if WITH_TORCH_SCATTER:
         import torch_scatter
 
-        return torch_scatter.scatter(src, index, dim=dim, dim_size=size, reduce=reduce)
+        if count is None:
+            return torch_scatter.scatter(src, index, dim=dim, dim_size=size, reduce=reduce)
+        # torch-scatter's mean divides its sum by the same clamped counts
+        return torch_scatter.scatter(src, index, dim=dim, dim_size=size) / count.to(src.dtype).view(view)
     shape = list(src.shape)
     shape[dim] = size
     out = src.new_zeros(shape)
-    view = [1] * src.dim()
-    view[dim] = -1
     if reduce == "max":
         # include_self=False: the zeros are only a placeholder, and groups that receive nothing keep them.
         return out.scatter_reduce_(dim, index.view(view).expand_as(src), src, "amax", include_self=False)
@@ -93,7 +92,8 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
         return total
     # The mean as sum / count: scatter_reduce_'s own "mean" is slower, forward and backward. An empty
     # group divides 0 by 1.
-    return total / group_sizes(index, size).to(src.dtype).view(view)
+    sizes = group_sizes(index, size) if count is None else count
+    return total / sizes.to(src.dtype).view(view)
 
 
 def group_sizes(index: torch.Tensor, dim_size: int) -> torch.Tensor:
