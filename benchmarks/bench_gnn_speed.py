@@ -29,9 +29,11 @@
    the best of three, each tree alternately).
 
 5. **Several graphs per step** (layout collections; ``--graphs-per-step G``, default 4): per graph
-   trained, the 1.0 step, today's step of one graph and the variant step of G graphs (the graphs
-   scored in one pass as one disjoint graph, ``kind_plan(..., layout_graphs_per_step=G)``; no fit
-   uses it, docs/gnn.md), interleaved rounds, each variant training on about as many graphs a round.
+   trained, the 1.0 step, today's step of one graph (``layout_graphs_per_step=1``) and the step of G
+   graphs (the graphs scored in one pass as one disjoint graph; G = 4 is the default of every layout
+   fit, docs/gnn.md, "Several graphs a step"), interleaved rounds, each training on about as many
+   graphs a round. Sections (2)-(4) compare one graph a step, 1.0's and today's: the same graphs, so
+   the same bytes after the same steps (a whole run, (4), trains at the defaults).
 
 Prints markdown tables.
 
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import hashlib
 import os
 import resource
@@ -164,10 +167,9 @@ class Runner:
     order of graphs)."""
 
     def __init__(self, model: torch.nn.Module, examples: list, config: GNNConfig, *, reference: bool,
-                 seed: int = 0, layout_graphs_per_step: int = 1, device: torch.device = CPU) -> None:
+                 seed: int = 0, device: torch.device = CPU) -> None:
         model.to(device)
-        self.run, _ = training._start(model, examples, [], config, seed, device, True, None,
-                                      layout_graphs_per_step=layout_graphs_per_step)
+        self.run, _ = training._start(model, examples, [], config, seed, device, True, None)
         if reference:  # the 1.0 update (tensor by tensor) instead of the flat one
             self.run.update.close()
             total_steps = self.run.plan.epochs * self.run.steps_per_epoch
@@ -248,10 +250,16 @@ def step_flops(runner: Runner, steps: int = 5) -> float:
     return counter.get_total_flops() / steps
 
 
+def one_graph_a_step(config: GNNConfig) -> GNNConfig:
+    """``config`` training one layout graph a step, as 1.0 did (tile settings unchanged)."""
+    return dataclasses.replace(config, layout_graphs_per_step=1)
+
+
 def compare_steps(examples: list, config: GNNConfig, task: Task, *, steps: int, rounds: int, seed: int = 0,
                   warmup: int = 10, device: torch.device = CPU) -> dict:
     """Section (2) on one collection's examples: per-round ``StepTimes`` of both variants, whether
     their weights agree after the same steps, and the step's FLOPs."""
+    config = one_graph_a_step(config)  # the same graphs for both: what a step costs, and the same bytes
     torch.manual_seed(seed)
     model = training.kind_plan(task, config).network(config)
     runners = {"before": Runner(as_1_0(model), examples, config, reference=True, seed=seed,
@@ -280,13 +288,14 @@ def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, gr
     of ``graphs`` graphs (``kind_plan``'s ``layout_graphs_per_step``), from the same weights, ``rounds``
     interleaved rounds of ``steps`` steps each (the batched variant takes ``steps / graphs`` steps a
     round, so every variant trains on about as many graphs), on ``device``."""
+    one = one_graph_a_step(config)
     torch.manual_seed(seed)
-    model = training.kind_plan(task, config).network(config)
-    runners = {"1.0": Runner(as_1_0(model), examples, config, reference=True, seed=seed,
-                             device=device),
-               "1 graph": Runner(_copy(model), examples, config, reference=False, seed=seed, device=device),
-               f"{graphs} graphs": Runner(_copy(model), examples, config, reference=False, seed=seed,
-                                          layout_graphs_per_step=graphs, device=device)}
+    model = training.kind_plan(task, one).network(one)
+    runners = {"1.0": Runner(as_1_0(model), examples, one, reference=True, seed=seed, device=device),
+               "1 graph": Runner(_copy(model), examples, one, reference=False, seed=seed, device=device),
+               f"{graphs} graphs": Runner(_copy(model), examples,
+                                          dataclasses.replace(config, layout_graphs_per_step=graphs),
+                                          reference=False, seed=seed, device=device)}
     for runner in runners.values():
         runner.steps(warmup)
     results: dict[str, list[StepTimes]] = {v: [] for v in runners}

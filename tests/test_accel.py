@@ -105,11 +105,46 @@ def test_segment_gradients_flow(scatter_path):
         assert torch.autograd.gradcheck(lambda x, r=reduce: segment(x, ptr, reduce=r), (src,))
 
 
-def test_a_tie_shares_the_fallbacks_gradient(monkeypatch):
+@pytest.mark.parametrize(("values", "gradient", "expected"), [
+    ([1.0, 1.0, 0.5], 1.0, [0.5, 0.5, 0.0]),
+    # a negative gradient: torch.segment_reduce's max backward gave each tied row the whole -1
+    ([1.0, 0.0, 1.0], -1.0, [-0.5, 0.0, -0.5]),
+    ([2.0, 2.0, 2.0], -3.0, [-1.0, -1.0, -1.0]),
+    ([0.0, -1.0, -1.0], -2.0, [-2.0, 0.0, 0.0]),  # no tie at the maximum
+    ([-1.0, -1.0], 0.5, [0.25, 0.25]),
+])
+def test_a_tie_shares_the_fallbacks_gradient(monkeypatch, values, gradient, expected):
     monkeypatch.setattr(accel, "WITH_TORCH_SCATTER", False)
-    src = torch.tensor([[1.0], [1.0], [0.5]], requires_grad=True)
-    segment(src, torch.tensor([0, 3]), reduce="max").sum().backward()
-    assert src.grad.flatten().tolist() == [0.5, 0.5, 0.0]
+    src = torch.tensor(values, dtype=torch.float64).view(-1, 1).requires_grad_()
+    (segment(src, torch.tensor([0, len(values)]), reduce="max") * gradient).sum().backward()
+    assert src.grad.flatten().tolist() == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 5), min_size=1, max_size=5), columns=st.integers(1, 40),
+       seed=st.integers(0, 2**16), torch_scatter=st.booleans())
+def test_tied_maxima_get_a_valid_gradient(sizes, columns, seed, torch_scatter):
+    """Values from a small set (ties are common), any signs in the gradient from above: each segment's
+    gradient reaches only its maxima and adds up to the gradient from above (nothing lost or doubled);
+    torch's own path shares it evenly, as ``amax`` does, torch-scatter hands it to one of them."""
+    if torch_scatter and not accel.WITH_TORCH_SCATTER:
+        return  # the fallback is drawn as well; the torch-scatter path is covered where it is installed
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, 3, (sum(sizes), columns), generator=gen).double().requires_grad_()
+    ptr = torch.tensor([0, *torch.tensor(sizes).cumsum(0).tolist()])
+    upstream = torch.randn(len(sizes), columns, generator=gen, dtype=torch.float64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(accel, "WITH_TORCH_SCATTER", torch_scatter)
+        (segment(src, ptr, reduce="max") * upstream).sum().backward()
+    for g, (start, end) in enumerate(zip(ptr[:-1].tolist(), ptr[1:].tolist(), strict=True)):
+        if start == end:
+            continue
+        rows, grad = src[start:end].detach(), src.grad[start:end]
+        at_max = rows == rows.amax(dim=0)
+        assert bool((grad[~at_max] == 0).all())
+        torch.testing.assert_close(grad.sum(dim=0), upstream[g])
+        if not torch_scatter:
+            torch.testing.assert_close(grad, at_max * upstream[g] / at_max.sum(dim=0))
 
 
 @pytest.mark.parametrize("dim", [0, 1])

@@ -346,8 +346,8 @@ def test_training_stops_on_patience_and_keeps_the_best_weights():
 def test_without_validation_graphs_the_last_weights_are_kept():
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
     result = train(model, hand_made_layout_examples(2), [],
-                   GNNConfig(layout_epochs=3, layout_min_epoch_steps=1), seed=0, device=torch.device("cpu"),
-                   progress=False)
+                   GNNConfig(fusion="early", layout_epochs=3, layout_min_epoch_steps=1), seed=0,
+                   device=torch.device("cpu"), progress=False)
     assert result.best_score is None and result.best_epoch == 3 and result.steps == 6
 
 
@@ -387,7 +387,8 @@ def test_the_moving_average_follows_its_rule_step_by_step(monkeypatch, average_e
         real_update(self)
 
     monkeypatch.setattr(train_module.ParameterUpdate, "update_average", update_and_record)
-    config = GNNConfig(layout_epochs=4, layout_min_epoch_steps=2, lr=0.05, average_epochs=average_epochs)
+    config = GNNConfig(layout_epochs=4, layout_min_epoch_steps=2, lr=0.05, average_epochs=average_epochs,
+                       layout_graphs_per_step=1)
     result = train(_small_model(), hand_made_layout_examples(1), [], config, seed=0,
                    device=torch.device("cpu"), progress=False)
     assert len(steps) == result.steps == 8
@@ -439,7 +440,7 @@ def test_an_epoch_takes_at_least_min_epoch_steps_passing_over_few_graphs_evenly(
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, fusion="early", config_attention=False))
     epochs = 3
     result = train(model, hand_made_layout_examples(graphs), [],
-                   GNNConfig(layout_epochs=epochs, layout_min_epoch_steps=min_epoch_steps),
+                   GNNConfig(fusion="early", layout_epochs=epochs, layout_min_epoch_steps=min_epoch_steps),
                    seed=0, device=torch.device("cpu"), progress=False)
     assert result.steps == len(seen) == epochs * steps_per_epoch
     for epoch in range(epochs):
@@ -1004,13 +1005,20 @@ def test_score_graphs_refuses_what_it_cannot_batch():
         model.score_graphs(layout_batch([example.inputs, bare]), digits)
 
 
-def test_graph_segment_training_refuses_several_graphs_per_step():
-    from solutions.methods.gnn.train import _start
+@pytest.mark.parametrize(("params", "graphs"), [
+    ({}, 4), ({"layout_graphs_per_step": 1}, 1), ({"layout_graphs_per_step": 6}, 6),
+    ({"fusion": "early"}, 1), ({"fusion": "early", "layout_graphs_per_step": 3}, 3),
+    ({"fusion": "early", "training": "gst"}, 1),
+    ({"fusion": "early", "training": "gst", "layout_graphs_per_step": 1}, 1),
+])
+def test_layout_graphs_a_step(params, graphs):
+    """Unset: 4 with intermediate fusion, 1 with early fusion or Graph Segment Training (1.0's step)."""
+    assert GNNConfig(**params).layout_graphs() == graphs
 
-    config = GNNConfig(hidden=8, layers=1, training="gst", fusion="early")
-    with pytest.raises(ValueError, match="one layout graph at a time"):
-        _start(LayoutRanker.from_settings(config), hand_made_layout_examples(2), [], config, 0,
-               torch.device("cpu"), True, None, layout_graphs_per_step=2)
+
+def test_graph_segment_training_refuses_several_graphs_per_step():
+    with pytest.raises(SettingError, match="one layout graph at a time; add layout_graphs_per_step=1"):
+        GNNConfig(training="gst", fusion="early", layout_graphs_per_step=2)
 
 
 @pytest.mark.parametrize(("graphs", "sizes", "counts"), [(1, [1] * 8, [1, 1, 2, 2, 2]),
@@ -1020,9 +1028,9 @@ def test_an_epoch_of_several_graphs_a_step_sees_every_graph(graphs, sizes, count
     once or twice; every step trains."""
     from solutions.methods.gnn.train import _start, epoch_steps
 
-    config = GNNConfig(hidden=8, layers=1)
+    config = GNNConfig(hidden=8, layers=1, layout_graphs_per_step=graphs)
     run, _ = _start(LayoutRanker.from_settings(config), hand_made_layout_examples(5), [], config, 0,
-                    torch.device("cpu"), True, None, layout_graphs_per_step=graphs)
+                    torch.device("cpu"), True, None)
     assert run.steps_per_epoch == math.ceil(8 / graphs)
     steps = list(epoch_steps(run))
     assert [len(chosen) for chosen in steps] == sizes

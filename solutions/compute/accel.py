@@ -83,11 +83,15 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
         return torch_scatter.scatter(src, index, dim=dim, dim_size=size) / count.to(src.dtype).view(view)
     shape = list(src.shape)
     shape[dim] = size
-    out = src.new_zeros(shape)
     if reduce == "max":
-        # include_self=False: the zeros are only a placeholder, and groups that receive nothing keep them.
-        return out.scatter_reduce_(dim, index.view(view).expand_as(src), src, "amax", include_self=False)
-    total = out.index_add_(dim, index, src)
+        # Start from -inf, not from a placeholder left out with include_self=False: scatter_reduce_'s
+        # backward would still count a placeholder 0 as tied with a maximum of exactly 0 and halve its
+        # gradient (torch 2.13). A group that receives nothing stays -inf, then 0.
+        out = src.new_full(shape, -torch.inf).scatter_reduce_(dim, index.view(view).expand_as(src), src,
+                                                              "amax")
+        empty = torch.bincount(index, minlength=size) == 0
+        return out.masked_fill(empty.view(view), 0) if bool(empty.any()) else out
+    total = src.new_zeros(shape).index_add_(dim, index, src)
     if reduce == "sum":
         return total
     # The mean as sum / count: scatter_reduce_'s own "mean" is slower, forward and backward. An empty
@@ -145,11 +149,8 @@ def segment(src: torch.Tensor, ptr: torch.Tensor, *, reduce: str = "sum") -> tor
         import torch_scatter
 
         return torch_scatter.segment_csr(src, ptr, reduce=reduce)
-    if reduce == "max" and src.requires_grad and torch.is_grad_enabled():
-        # When training: segment_reduce's backward is faster than scatter_reduce_'s (its forward is
-        # slower, so prediction keeps scatter_reduce_). Both share a tie's gradient evenly.
-        out = torch.segment_reduce(src, "max", lengths=counts, axis=0, unsafe=True)
-        # an empty segment: -inf -> 0
-        return out.masked_fill((counts == 0).view(-1, *[1] * (src.dim() - 1)), 0)
+    # Not torch.segment_reduce: its max backward hands each of several tied maxima the whole gradient
+    # when that gradient is negative (torch 2.13, CPU), where a tie must share it (docs/gnn.md,
+    # "Tied maxima"); scatter_reduce_'s backward shares it evenly.
     index = torch.repeat_interleave(torch.arange(counts.numel(), device=src.device), counts)
     return scatter(src, index, dim=0, dim_size=counts.numel(), reduce=reduce)

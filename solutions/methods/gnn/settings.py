@@ -38,6 +38,9 @@ from solutions.settings.schema import MethodSettings, SettingError, check_settin
 FUSIONS = ("early", "intermediate")
 TRAINING_MODES = ("full", "gst")
 DEFAULT_PRUNING = "onehop"  # the pruning of layout graphs unless --param pruning says otherwise
+# Layout graphs a step of intermediate fusion scores in one pass unless layout_graphs_per_step says
+# otherwise: chosen on validation (docs/gnn.md, "Several graphs a step").
+LAYOUT_GRAPHS_PER_STEP = 4
 
 
 def canonical_pruning(text: str) -> str:
@@ -84,11 +87,15 @@ class GNNConfig:
                                     "train.py)", low=0, search=(0.0, 30.0))
     patience: int | None = setting(None, "stop after this many evaluations without improvement (none: never)",
                                    low=1)
-    # layout training: one graph per step
+    # layout training: a few graphs per step
     layout_epochs: int = setting(45, "layout: passes over the training graphs", low=1)
-    layout_configs_per_graph: int = setting(32, "layout: configs sampled per step (one graph per step); "
-                                            "also the configs attended to at prediction", low=2)
-    layout_min_epoch_steps: int = setting(8, "layout: fewest graph steps in an epoch (over all processes); "
+    layout_graphs_per_step: int | None = setting(
+        None, f"layout: graphs per step, the step's loss the mean of theirs (none: {LAYOUT_GRAPHS_PER_STEP} "
+        "with intermediate fusion, scored in one pass; 1 with early fusion or gst; train.py)", low=1)
+    layout_configs_per_graph: int = setting(32, "layout: configs sampled per graph per step; also the "
+                                            "configs attended to at prediction", low=2)
+    layout_min_epoch_steps: int = setting(8, "layout: fewest graphs trained in an epoch (over all "
+                                          "processes); "
                                           "a split of fewer graphs is passed over again within the epoch "
                                           "(train.py)", low=1)
     layout_valid_configs: int = setting(256, "layout: configs per validation graph scored during training",
@@ -122,10 +129,23 @@ class GNNConfig:
         if self.heuristic_prior > 0 and not self.engineered_features:
             raise SettingError(f"setting heuristic_prior={self.heuristic_prior} reads the engineered "
                                f"heuristic_log_cost; add engineered_features=true or set heuristic_prior=0")
+        if self.training == "gst" and self.layout_graphs_per_step not in (None, 1):
+            raise SettingError(f"setting training=gst with layout_graphs_per_step="
+                               f"{self.layout_graphs_per_step}: Graph Segment Training steps one layout "
+                               f"graph at a time; add "
+                               f"layout_graphs_per_step=1 or leave it unset")
         if self.training == "gst" and self.fusion != "early":
             raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the "
                                f"per-config message passing of early fusion, and {self.fusion} fusion passes "
                                f"messages once per graph, with nothing to segment; add fusion=early")
+
+    def layout_graphs(self) -> int:
+        """Layout graphs per training step: ``layout_graphs_per_step``, or where it is unset
+        ``LAYOUT_GRAPHS_PER_STEP`` for intermediate fusion (the graphs scored in one pass) and 1 for early
+        fusion and Graph Segment Training (a graph at a time, as in 1.0)."""
+        if self.layout_graphs_per_step is not None:
+            return self.layout_graphs_per_step
+        return LAYOUT_GRAPHS_PER_STEP if self.fusion == "intermediate" and self.training == "full" else 1
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -6,15 +6,15 @@ smooth-ish surrogate of Kendall tau, which counts exactly these pairs, each with
 blind to the scale of the runtimes. Tied runtimes form no pair (why the hinge: docs/defaults.md).
 
 **Steps.** What differs by kind is one ``KindPlan``, built once from the task
-(``kind_plan``). Graphs with a config per configurable node (layout): one graph per step,
-``layout_configs_per_graph`` of its (distinct) configs sampled without replacement and scored in one
-batched pass; an epoch is one pass over the training graphs in a random order, and at least
-``layout_min_epoch_steps`` graph steps (over all processes; each process takes its share): a split of
-fewer graphs is passed over again within the epoch (each graph as often as the others, give or take
-one), so that a model trained on one real graph's configs still takes enough steps. (Several layout
-graphs a step, scored in one pass as one disjoint graph, is a variant ``kind_plan`` can build and
-``benchmarks/bench_gnn_speed.py`` measures: faster per graph on a CPU, lower scores at the same epochs;
-docs/gnn.md, "One graph per step".) Graphs with one
+(``kind_plan``). Graphs with a config per configurable node (layout): ``config.layout_graphs()`` graphs
+per step (4 unless ``layout_graphs_per_step`` says otherwise; 1 with early fusion or Graph Segment
+Training), ``layout_configs_per_graph`` of each graph's (distinct) configs sampled without
+replacement; with intermediate fusion the step's graphs are scored in one pass as one disjoint graph
+(``LayoutRanker.score_graphs``), and the step's loss is the mean of the graphs' losses. An epoch is one
+pass over the training graphs in a random order, and at least ``layout_min_epoch_steps`` graphs
+trained (over all processes; each process takes its share): a split of fewer graphs is passed over
+again within the epoch (each graph as often as the others, give or take one), so that a model trained
+on one real graph's configs still takes enough steps (docs/gnn.md, "Several graphs a step"). Graphs with one
 config per run (tile): ``tile_graphs_per_step`` kernels per step as one disjoint graph, up to
 ``tile_configs_per_graph`` configs of each; pairs only form within a kernel.
 
@@ -225,14 +225,11 @@ class KindPlan:
     segment_training: bool  # Graph Segment Training applies (it segments per-node configs)
 
 
-def kind_plan(task: Task, config: GNNConfig, *, layout_graphs_per_step: int = 1) -> KindPlan:
-    """The plan of ``task``'s graphs: one config per configurable node (layout) or per graph (tile).
-
-    ``layout_graphs_per_step``: layout graphs per step (every fit trains one; more is the variant the
-    speed benchmark measures, docs/gnn.md, "One graph per step")."""
+def kind_plan(task: Task, config: GNNConfig) -> KindPlan:
+    """The plan of ``task``'s graphs: one config per configurable node (layout) or per graph (tile)."""
     if kind_of(task).gnn_family == CONFIGS_PER_NODE:
         return KindPlan(functools.partial(LayoutRanker.from_settings, task=task), config.layout_epochs,
-                        layout_graphs_per_step,
+                        config.layout_graphs(),
                         config.layout_min_epoch_steps, config.layout_valid_configs, _layout_step,
                         predict_layout, True)
     return KindPlan(functools.partial(TileRanker.from_settings, task=task), config.tile_epochs,
@@ -341,14 +338,11 @@ def train(
 
 def _start(model: LayoutRanker | TileRanker, train_examples: Sequence, valid_examples: Sequence,
            config: GNNConfig, seed: int, device: torch.device, dedup_rows: bool,
-           table_dir: Path | None, *, layout_graphs_per_step: int = 1) -> tuple[_Run, list]:
+           table_dir: Path | None) -> tuple[_Run, list]:
     """A training run set up: the trainable graphs, the validation sample, the optimiser and schedule,
-    Graph Segment Training's tables and the weight average; and the labeled validation examples.
-    ``layout_graphs_per_step``: see ``kind_plan``."""
+    Graph Segment Training's tables and the weight average; and the labeled validation examples."""
     world = distributed.current()
-    plan = kind_plan(model.task, config, layout_graphs_per_step=layout_graphs_per_step)
-    if plan.segment_training and config.training == "gst" and plan.graphs_per_step > 1:
-        raise ValueError("Graph Segment Training steps one layout graph at a time")
+    plan = kind_plan(model.task, config)
     rng = np.random.default_rng(seed if world.rank == 0 else [seed, world.rank])
     examples = [e for e in train_examples if _trainable(e)]
     fewest, most = (int(v) for v in _all_min_max(len(examples)))
