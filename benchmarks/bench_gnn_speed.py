@@ -285,7 +285,7 @@ def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, gr
                             rounds: int, seed: int = 0, warmup: int = 10,
                             device: torch.device = CPU) -> dict[str, list[StepTimes]]:
     """Section (5) on one layout collection: the 1.0 step, today's step of one graph and the variant step
-    of ``graphs`` graphs (``kind_plan``'s ``layout_graphs_per_step``), from the same weights, ``rounds``
+    of ``graphs`` graphs (the setting ``layout_graphs_per_step``), from the same weights, ``rounds``
     interleaved rounds of ``steps`` steps each (the batched variant takes ``steps / graphs`` steps a
     round, so every variant trains on about as many graphs), on ``device``."""
     one = one_graph_a_step(config)

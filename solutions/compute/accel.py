@@ -150,7 +150,7 @@ def segment(src: torch.Tensor, ptr: torch.Tensor, *, reduce: str = "sum") -> tor
 
         return torch_scatter.segment_csr(src, ptr, reduce=reduce)
     # Not torch.segment_reduce: its max backward hands each of several tied maxima the whole gradient
-    # when that gradient is negative (torch 2.13, CPU), where a tie must share it (docs/gnn.md,
-    # "Tied maxima"); scatter_reduce_'s backward shares it evenly.
+    # when that gradient is negative (torch 2.13, CPU), where a tie must share it; scatter's max shares it
+    # evenly (docs/install.md, "torch-scatter").
     index = torch.repeat_interleave(torch.arange(counts.numel(), device=src.device), counts)
     return scatter(src, index, dim=0, dim_size=counts.numel(), reduce=reduce)

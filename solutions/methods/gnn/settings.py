@@ -95,9 +95,8 @@ class GNNConfig:
     layout_configs_per_graph: int = setting(32, "layout: configs sampled per graph per step; also the "
                                             "configs attended to at prediction", low=2)
     layout_min_epoch_steps: int = setting(8, "layout: fewest graphs trained in an epoch (over all "
-                                          "processes); "
-                                          "a split of fewer graphs is passed over again within the epoch "
-                                          "(train.py)", low=1)
+                                          "processes); a split of fewer graphs is passed over again within "
+                                          "the epoch (train.py)", low=1)
     layout_valid_configs: int = setting(256, "layout: configs per validation graph scored during training",
                                         low=1)
     layout_max_train_configs: int | None = setting(4096, "layout, with engineered_features: a training graph "
@@ -132,8 +131,7 @@ class GNNConfig:
         if self.training == "gst" and self.layout_graphs_per_step not in (None, 1):
             raise SettingError(f"setting training=gst with layout_graphs_per_step="
                                f"{self.layout_graphs_per_step}: Graph Segment Training steps one layout "
-                               f"graph at a time; add "
-                               f"layout_graphs_per_step=1 or leave it unset")
+                               f"graph at a time; add layout_graphs_per_step=1 or leave it unset")
         if self.training == "gst" and self.fusion != "early":
             raise SettingError(f"setting training=gst with fusion={self.fusion}: GST segments the "
                                f"per-config message passing of early fusion, and {self.fusion} fusion passes "
