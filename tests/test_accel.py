@@ -75,7 +75,7 @@ def test_scatter_matches_the_loop(scatter_path, reduce, dim):
 @given(sizes=st.lists(st.integers(0, 4), min_size=1, max_size=6), reduce=st.sampled_from(accel.REDUCTIONS),
        seed=st.integers(0, 2**16), training=st.booleans())
 def test_segment_equals_scatter_over_the_same_groups(sizes, reduce, seed, training):
-    # training: src needs a gradient, which takes the fallback's max through torch.segment_reduce
+    # training: src needs a gradient, as in a training step (empty segments included: sizes may be 0)
     src = torch.randn(sum(sizes), 2, generator=torch.Generator().manual_seed(seed), dtype=torch.float64,
                       requires_grad=training)
     ptr = torch.tensor([0, *torch.tensor(sizes).cumsum(0).tolist()])

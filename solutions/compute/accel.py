@@ -84,13 +84,7 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
     shape = list(src.shape)
     shape[dim] = size
     if reduce == "max":
-        # Start from -inf, not from a placeholder left out with include_self=False: scatter_reduce_'s
-        # backward would still count a placeholder 0 as tied with a maximum of exactly 0 and halve its
-        # gradient (torch 2.13). A group that receives nothing stays -inf, then 0.
-        out = src.new_full(shape, -torch.inf).scatter_reduce_(dim, index.view(view).expand_as(src), src,
-                                                              "amax")
-        empty = torch.bincount(index, minlength=size) == 0
-        return out.masked_fill(empty.view(view), 0) if bool(empty.any()) else out
+        return _max(src, index, dim, shape, torch.bincount(index, minlength=size) == 0)
     total = src.new_zeros(shape).index_add_(dim, index, src)
     if reduce == "sum":
         return total
@@ -98,6 +92,19 @@ def scatter(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0, dim_size: i
     # group divides 0 by 1.
     sizes = group_sizes(index, size) if count is None else count
     return total / sizes.to(src.dtype).view(view)
+
+
+def _max(src: torch.Tensor, index: torch.Tensor, dim: int, shape: list[int],
+         empty: torch.Tensor) -> torch.Tensor:
+    """torch's grouped maximum into ``shape``; ``empty`` (G,) bool marks the groups that receive nothing.
+
+    Starts from -inf, not from a placeholder left out with include_self=False: scatter_reduce_'s backward
+    would still count a placeholder 0 as tied with a maximum of exactly 0 and halve its gradient
+    (torch 2.13). A group that receives nothing stays -inf, then 0."""
+    view = [1] * src.dim()
+    view[dim] = -1
+    out = src.new_full(shape, -torch.inf).scatter_reduce_(dim, index.view(view).expand_as(src), src, "amax")
+    return out.masked_fill(empty.view(view), 0) if bool(empty.any()) else out
 
 
 def group_sizes(index: torch.Tensor, dim_size: int) -> torch.Tensor:
@@ -152,5 +159,9 @@ def segment(src: torch.Tensor, ptr: torch.Tensor, *, reduce: str = "sum") -> tor
     # Not torch.segment_reduce: its max backward hands each of several tied maxima the whole gradient
     # when that gradient is negative (torch 2.13, CPU), where a tie must share it; scatter's max shares it
     # evenly (docs/install.md, "torch-scatter").
+    # The offsets already give each group's size: neither the max nor the mean counts again.
     index = torch.repeat_interleave(torch.arange(counts.numel(), device=src.device), counts)
-    return scatter(src, index, dim=0, dim_size=counts.numel(), reduce=reduce)
+    if reduce == "max":
+        return _max(src, index, 0, [counts.numel(), *src.shape[1:]], counts == 0)
+    count = counts.clamp(min=1).to(torch.float32) if reduce == "mean" else None
+    return scatter(src, index, dim=0, dim_size=counts.numel(), reduce=reduce, count=count)
