@@ -974,7 +974,10 @@ def test_a_step_of_several_graphs_is_the_mean_of_their_losses():
     torch.testing.assert_close(step, torch.stack(alone).mean(), rtol=1e-5, atol=1e-7)
 
 
-def test_rows_of_more_configurable_nodes_than_a_key_can_hold_are_not_deduplicated(monkeypatch):
+@pytest.mark.parametrize("limit", [1, 0])
+def test_rows_of_more_configurable_nodes_than_one_key_holds_are_deduplicated_too(monkeypatch, limit):
+    # Four large graphs scored in one pass can hold more configurable nodes than the (node, row) key
+    # tells apart; their rows are numbered first, and the row network still runs once per distinct pair.
     from solutions.methods.gnn import model as model_module
 
     torch.manual_seed(0)
@@ -982,12 +985,17 @@ def test_rows_of_more_configurable_nodes_than_a_key_can_hold_are_not_deduplicate
                            engineered=False)
     model = LayoutRanker.from_settings(GNNConfig(hidden=8, layers=1, engineered_features=False))
     state, digits = model.encode_nodes(example.inputs), example.configs.digits()
-    expected = model.encode_configs(example.inputs, state, digits)
-    monkeypatch.setattr(model_module, "MAX_DEDUP_NODES", 1)  # the graph's 2 configurable nodes: "too many"
-    calls = []
-    monkeypatch.setattr(torch, "unique", lambda *a, **k: calls.append(1))
-    torch.testing.assert_close(model.encode_configs(example.inputs, state, digits), expected)
-    assert not calls
+    every_row = model.encode_configs(example.inputs, state, digits, dedup_rows=False)
+    rows_run = []
+    network = model._row_network
+    monkeypatch.setattr(model, "_row_network",
+                        lambda i, s, n, f: rows_run.append(len(n)) or network(i, s, n, f))
+    torch.testing.assert_close(model.encode_configs(example.inputs, state, digits), every_row)
+    monkeypatch.setattr(model_module, "MAX_DEDUP_NODES", limit)  # below the graph's 2 configurable nodes
+    torch.testing.assert_close(model.encode_configs(example.inputs, state, digits), every_row)
+    distinct = len(set(zip(torch.arange(digits.shape[1]).repeat(digits.shape[0]).tolist(),
+                           map(tuple, digits.reshape(-1, digits.shape[-1]).tolist()), strict=True)))
+    assert rows_run == [distinct, distinct] and distinct < digits.shape[0] * digits.shape[1]
 
 
 def test_score_graphs_refuses_what_it_cannot_batch():

@@ -374,12 +374,19 @@ class LayoutRanker(nn.Module):
         batch, nc = digits.shape[:2]
         nodes = torch.arange(nc, device=digits.device).expand(batch, nc).reshape(-1)
         flat = digits.reshape(-1, LAYOUT_SLOTS_PER_ROW)
-        if not dedup_rows or nc > MAX_DEDUP_NODES:  # the key below would overflow: the rows undeduplicated
+        if not dedup_rows:
             return self._row_network(inputs, node_state, nodes, flat).reshape(batch, nc, -1)
         # Key of a (node, row) pair: the node, then the row's 18 base-7 digits (< 7**18 * nc < 2**63
         # for nc up to MAX_DEDUP_NODES configurable nodes; the released maximum is ~2,250 a graph).
         weights = LAYOUT_DIGITS ** torch.arange(LAYOUT_SLOTS_PER_ROW - 1, -1, -1, device=digits.device)
-        key = nodes * LAYOUT_DIGITS**LAYOUT_SLOTS_PER_ROW + (flat * weights).sum(dim=-1)
+        row = (flat * weights).sum(dim=-1)
+        if nc > MAX_DEDUP_NODES:
+            # More nodes than that key holds (several large graphs scored in one pass): number the
+            # distinct rows first, then key the node with the row's number (nc * rows < 2**63).
+            distinct_rows, row = torch.unique(row, return_inverse=True)
+            key = nodes * distinct_rows.numel() + row
+        else:
+            key = nodes * LAYOUT_DIGITS**LAYOUT_SLOTS_PER_ROW + row
         unique_keys, inverse = torch.unique(key, return_inverse=True)
         first = torch.full_like(unique_keys, flat.shape[0]).scatter_reduce(
             0, inverse, torch.arange(flat.shape[0], device=digits.device), reduce="amin")
