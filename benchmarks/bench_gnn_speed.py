@@ -250,16 +250,16 @@ def step_flops(runner: Runner, steps: int = 5) -> float:
     return counter.get_total_flops() / steps
 
 
-def one_graph_a_step(config: GNNConfig) -> GNNConfig:
-    """``config`` training one layout graph a step, as 1.0 did (tile settings unchanged)."""
-    return dataclasses.replace(config, layout_graphs_per_step=1)
+def graphs_a_step(config: GNNConfig, graphs: int) -> GNNConfig:
+    """``config`` training ``graphs`` layout graphs a step (1: as 1.0 did; tile settings unchanged)."""
+    return dataclasses.replace(config, layout_graphs_per_step=graphs)
 
 
 def compare_steps(examples: list, config: GNNConfig, task: Task, *, steps: int, rounds: int, seed: int = 0,
                   warmup: int = 10, device: torch.device = CPU) -> dict:
     """Section (2) on one collection's examples: per-round ``StepTimes`` of both variants, whether
     their weights agree after the same steps, and the step's FLOPs."""
-    config = one_graph_a_step(config)  # the same graphs for both: what a step costs, and the same bytes
+    config = graphs_a_step(config, 1)  # the same graphs for both: what a step costs, and the same bytes
     torch.manual_seed(seed)
     model = training.kind_plan(task, config).network(config)
     runners = {"before": Runner(as_1_0(model), examples, config, reference=True, seed=seed,
@@ -288,13 +288,13 @@ def compare_graphs_per_step(examples: list, config: GNNConfig, task: Task, *, gr
     of ``graphs`` graphs (the setting ``layout_graphs_per_step``), from the same weights, ``rounds``
     interleaved rounds of ``steps`` steps each (the batched variant takes ``steps / graphs`` steps a
     round, so every variant trains on about as many graphs), on ``device``."""
-    one = one_graph_a_step(config)
+    one = graphs_a_step(config, 1)
     torch.manual_seed(seed)
     model = training.kind_plan(task, one).network(one)
     runners = {"1.0": Runner(as_1_0(model), examples, one, reference=True, seed=seed, device=device),
                "1 graph": Runner(_copy(model), examples, one, reference=False, seed=seed, device=device),
                f"{graphs} graphs": Runner(_copy(model), examples,
-                                          dataclasses.replace(config, layout_graphs_per_step=graphs),
+                                          graphs_a_step(config, graphs),
                                           reference=False, seed=seed, device=device)}
     for runner in runners.values():
         runner.steps(warmup)

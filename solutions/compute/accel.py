@@ -110,7 +110,12 @@ def _max(src: torch.Tensor, index: torch.Tensor, dim: int, shape: list[int],
 def group_sizes(index: torch.Tensor, dim_size: int) -> torch.Tensor:
     """How many slices each of ``dim_size`` groups receives, clamped at 1: what a mean divides the
     group's sum by (an empty group: 0 / 1). Shapes: (N,) int64 -> (dim_size,) float32."""
-    return torch.bincount(index, minlength=dim_size).clamp_(min=1).to(torch.float32)
+    return _divisors(torch.bincount(index, minlength=dim_size))
+
+
+def _divisors(counts: torch.Tensor) -> torch.Tensor:
+    """Group sizes as a mean's divisors: clamped at 1 (an empty group: 0 / 1), float32."""
+    return counts.clamp(min=1).to(torch.float32)
 
 
 def scatter_sum(src: torch.Tensor, index: torch.Tensor, *, dim: int = 0,
@@ -163,5 +168,5 @@ def segment(src: torch.Tensor, ptr: torch.Tensor, *, reduce: str = "sum") -> tor
     index = torch.repeat_interleave(torch.arange(counts.numel(), device=src.device), counts)
     if reduce == "max":
         return _max(src, index, 0, [counts.numel(), *src.shape[1:]], counts == 0)
-    count = counts.clamp(min=1).to(torch.float32) if reduce == "mean" else None
+    count = _divisors(counts) if reduce == "mean" else None
     return scatter(src, index, dim=0, dim_size=counts.numel(), reduce=reduce, count=count)
