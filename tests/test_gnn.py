@@ -936,6 +936,16 @@ def test_several_graphs_in_one_pass_score_as_each_alone(attention, config_layers
                                    rtol=1e-5, atol=1e-6)
     losses.mean().backward()  # the filler configs get no gradient through the loss
     assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+    # and the step learns what the graphs alone would teach: the same gradient as their mean loss
+    together_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    torch.stack([pairwise_hinge_loss(model(e.inputs, e.configs.digits(i), engineered=e.engineered_rows(i)),
+                                     e.runtime[i], margin=0.1)
+                 for e, i in zip(examples, index, strict=True)]).mean().backward()
+    alone_grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    assert together_grads.keys() == alone_grads.keys()
+    for name, grad in alone_grads.items():
+        torch.testing.assert_close(together_grads[name], grad, rtol=1e-4, atol=1e-6, msg=name)
 
 
 @pytest.mark.parametrize(("scores", "runtimes", "padding", "expected"), [
