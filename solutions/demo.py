@@ -153,8 +153,8 @@ What a real run needs (BENCHMARKS.md): a whole real-size layout:nlp:random split
 20.6 GB of float32 configs) trains, validates and predicts in 0.8 GB (gbdt) or 1.1 GB (gnn) with
 --cache-dir, in about 2 min (gbdt) and 5 min (gnn) at the benchmark's light settings on 2 cores; the
 cache takes about 5.4 GB of disk for that split. At the whole release's size (the synthetic --scale
-full rehearsal) the default gnn takes 18.2 min for all five collections on 2 idle cores with a warm
-cache and 5 min of training per collection, under 2 GB (gbdt 5.4 min); wider gnn models want a GPU.
+full rehearsal) the default gnn takes 17.8 min for all five collections on 2 idle cores with a warm
+cache and 5 min of training per collection, within 3.3 GB (gbdt 5.4 min); wider gnn models want a GPU.
 Timings of every command: BENCHMARKS.md, "Timings"."""
 
 
