@@ -929,19 +929,18 @@ def test_several_graphs_in_one_pass_score_as_each_alone(attention, config_layers
     assert padding.sum(dim=1).tolist() == [max(map(len, index)) - len(i) for i in index]
     together = model.score_graphs(batch, digits, engineered=rows, padding=padding)
     losses = grouped_hinge_loss(together, runtimes, padding, margin=0.1)
+    alone_losses = []
     for g, (example, i) in enumerate(zip(examples, index, strict=True)):
         alone = model(example.inputs, example.configs.digits(i), engineered=example.engineered_rows(i))
         torch.testing.assert_close(together[g, : len(i)], alone, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(losses[g], pairwise_hinge_loss(alone, example.runtime[i], margin=0.1),
-                                   rtol=1e-5, atol=1e-6)
+        alone_losses.append(pairwise_hinge_loss(alone, example.runtime[i], margin=0.1))
+        torch.testing.assert_close(losses[g], alone_losses[-1], rtol=1e-5, atol=1e-6)
     losses.mean().backward()  # the filler configs get no gradient through the loss
     assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
     # and the step learns what the graphs alone would teach: the same gradient as their mean loss
     together_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
     model.zero_grad(set_to_none=True)
-    torch.stack([pairwise_hinge_loss(model(e.inputs, e.configs.digits(i), engineered=e.engineered_rows(i)),
-                                     e.runtime[i], margin=0.1)
-                 for e, i in zip(examples, index, strict=True)]).mean().backward()
+    torch.stack(alone_losses).mean().backward()
     alone_grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
     assert together_grads.keys() == alone_grads.keys()
     for name, grad in alone_grads.items():

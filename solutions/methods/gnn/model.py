@@ -472,9 +472,10 @@ class LayoutRanker(nn.Module):
         """Several graphs' configs in one pass (intermediate fusion; every graph with configurable nodes):
         B configs of each graph, row b of ``digits`` holding config b of every graph side by side.
 
-        What ``forward`` gives each graph alone, up to float rounding (the pooling sums in another
-        order; ``tests/test_gnn.py``). ``padding`` (G, B) marks filler configs of graphs with fewer
-        than B: they are scored, and attended to by nobody.
+        What ``forward`` gives each graph alone, and the gradient of their mean loss, up to float
+        rounding (the layers' matrix products run over more rows; ``tests/test_gnn.py``). ``padding``
+        (G, B) marks filler configs of graphs with fewer than B: they are scored, and attended to by
+        nobody.
 
         Shapes: ``LayoutBatch`` of G graphs with NC configurable nodes in all, digits (B, NC, 18),
         engineered (G, B, F) or None, padding (G, B) bool or None -> (G, B) scores, lower = faster.
