@@ -47,6 +47,7 @@ import argparse
 import copy
 import dataclasses
 import hashlib
+import itertools
 import os
 import resource
 import statistics
@@ -435,13 +436,15 @@ def whole_table(rows: list[tuple[str, dict, dict]]) -> str:
     return "\n".join(out)
 
 
-def load_examples(data: Path, collection: str, config: GNNConfig) -> list:
-    """A collection's training graphs as the gnn loads them (``GNNRanker._load`` without a cache)."""
+def load_examples(data: Path, collection: str, config: GNNConfig, limit: int | None = None) -> list:
+    """A collection's training graphs (the first ``limit``, or all) as the gnn loads them
+    (``GNNRanker._load`` without a cache)."""
     source = SplitSource(data, get_collection(collection), "train")
     engineered = config.engineered_features
     cap = config.layout_max_train_configs if engineered else None
     return [make_example(row_id, graph, transform=parse_pruning(config.pruning), compress=True,
-                         engineered=engineered, max_configs=cap) for row_id, graph in source]
+                         engineered=engineered, max_configs=cap)
+            for row_id, graph in itertools.islice(source, limit)]
 
 
 def _load_average() -> str:
